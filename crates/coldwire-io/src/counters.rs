@@ -1,0 +1,118 @@
+//! Per-loop counters: what one event loop did, by system call, plus its connection gauges.
+//! They are the profile the seed papers read from DCPI, taken from inside instead.
+//!
+//! Each loop owns its `LoopCounters` and bumps plain integers (no atomics on the hot path);
+//! it publishes a copy now and then (see the server's stats) for readers on other threads.
+
+use crate::poller::PollerCounters;
+
+/// Counters of one event loop. All `*_calls` fields count system calls made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopCounters {
+    /// `accept4` calls, including the final one that returned `EAGAIN`.
+    pub accept_calls: u64,
+    /// `recv`/`read` calls on connections.
+    pub recv_calls: u64,
+    /// `sendmsg` calls (memory bodies and heads, gathered).
+    pub send_calls: u64,
+    /// `sendfile` calls.
+    pub sendfile_calls: u64,
+    /// `close` calls on connections.
+    pub close_calls: u64,
+    /// `shutdown` calls (lingering close).
+    pub shutdown_calls: u64,
+    /// Calls that returned `EAGAIN` (would block), any kind.
+    pub would_block: u64,
+    /// Calls to the wait system call.
+    pub wait_calls: u64,
+    /// Interest-set changes that cost a system call (`epoll_ctl`).
+    pub control_calls: u64,
+    /// Descriptors the wait calls handed to the kernel to scan (select/poll).
+    pub descriptors_scanned: u64,
+    /// Readiness events returned by waits, summed.
+    pub events: u64,
+    /// Waits that returned no event at all before their timeout (timer wake-ups included).
+    pub empty_wakeups: u64,
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Bytes received on connections.
+    pub bytes_received: u64,
+    /// Bytes sent on connections (all paths).
+    pub bytes_sent: u64,
+    /// Times accepting was paused for lack of descriptors (EMFILE/ENFILE) or the connection
+    /// limit.
+    pub accept_pauses: u64,
+    /// Currently open connections (a gauge).
+    pub open_connections: u64,
+    /// Connections currently doing work — a request being read or answered (a gauge kept by
+    /// the server; open minus active are the idle, "cold" ones).
+    pub active_connections: u64,
+    /// Receive buffers currently taken from the pool (a gauge): held by connections with a
+    /// partial request or being processed; an idle connection holds none.
+    pub buffers_in_use: u64,
+}
+
+impl LoopCounters {
+    /// Every system call this loop made, all kinds together.
+    pub fn syscalls(&self) -> u64 {
+        self.accept_calls
+            + self.recv_calls
+            + self.send_calls
+            + self.sendfile_calls
+            + self.close_calls
+            + self.shutdown_calls
+            + self.wait_calls
+            + self.control_calls
+    }
+
+    /// Copies the poller's own counters in.
+    pub fn absorb_poller(&mut self, poller: PollerCounters) {
+        self.wait_calls = poller.wait_calls;
+        self.control_calls = poller.control_calls;
+        self.descriptors_scanned = poller.descriptors_scanned;
+    }
+
+    /// Adds another loop's counters (gauges too) — for totals across workers.
+    pub fn add(&mut self, other: &LoopCounters) {
+        let LoopCounters {
+            accept_calls,
+            recv_calls,
+            send_calls,
+            sendfile_calls,
+            close_calls,
+            shutdown_calls,
+            would_block,
+            wait_calls,
+            control_calls,
+            descriptors_scanned,
+            events,
+            empty_wakeups,
+            accepted,
+            bytes_received,
+            bytes_sent,
+            accept_pauses,
+            open_connections,
+            active_connections,
+            buffers_in_use,
+        } = *other;
+        self.accept_calls += accept_calls;
+        self.recv_calls += recv_calls;
+        self.send_calls += send_calls;
+        self.sendfile_calls += sendfile_calls;
+        self.close_calls += close_calls;
+        self.shutdown_calls += shutdown_calls;
+        self.would_block += would_block;
+        self.wait_calls += wait_calls;
+        self.control_calls += control_calls;
+        self.descriptors_scanned += descriptors_scanned;
+        self.events += events;
+        self.empty_wakeups += empty_wakeups;
+        self.accepted += accepted;
+        self.bytes_received += bytes_received;
+        self.bytes_sent += bytes_sent;
+        self.accept_pauses += accept_pauses;
+        self.open_connections += open_connections;
+        self.active_connections += active_connections;
+        self.buffers_in_use += buffers_in_use;
+    }
+}

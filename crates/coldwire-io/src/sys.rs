@@ -1,0 +1,143 @@
+//! Thin, safe wrappers over the few Linux system calls the drivers make on sockets and
+//! files. Each returns `io::Result`, with `EAGAIN` surfacing as `ErrorKind::WouldBlock`
+//! (control flow for the caller, not an error) and `EINTR` retried where a retry is always
+//! right.
+
+use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+
+fn check(result: isize) -> io::Result<usize> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result as usize)
+    }
+}
+
+fn retry_interrupted(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        match check(call()) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Converts a kernel socket address to a std one; unknown families yield the unspecified
+/// IPv4 address (accepted TCP sockets are always IPv4 or IPv6).
+fn socket_address(storage: &libc::sockaddr_storage) -> SocketAddr {
+    match i32::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in, which it is large
+            // and aligned enough to contain.
+            let address = unsafe { &*(storage as *const _ as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr));
+            SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(address.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let address = unsafe { &*(storage as *const _ as *const libc::sockaddr_in6) };
+            let ip = Ipv6Addr::from(address.sin6_addr.s6_addr);
+            SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(address.sin6_port),
+                address.sin6_flowinfo,
+                address.sin6_scope_id,
+            ))
+        }
+        _ => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+    }
+}
+
+/// Accepts one connection, non-blocking and close-on-exec, with the peer's address.
+pub fn accept(listener: RawFd) -> io::Result<(RawFd, SocketAddr)> {
+    let mut storage = MaybeUninit::<libc::sockaddr_storage>::zeroed();
+    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let fd = retry_interrupted(|| {
+        // SAFETY: storage and length describe a writable sockaddr_storage; the kernel
+        // writes at most `length` bytes.
+        unsafe {
+            libc::accept4(
+                listener,
+                storage.as_mut_ptr().cast(),
+                &mut length,
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            ) as isize
+        }
+    })?;
+    // SAFETY: zero-initialised, then possibly filled by the kernel: always initialised.
+    let storage = unsafe { storage.assume_init() };
+    Ok((fd as RawFd, socket_address(&storage)))
+}
+
+/// Receives into `buffer`; `Ok(0)` is end of stream.
+pub fn recv(fd: RawFd, buffer: &mut [u8]) -> io::Result<usize> {
+    retry_interrupted(|| {
+        // SAFETY: the pointer and length describe a writable slice we borrow mutably.
+        unsafe { libc::recv(fd, buffer.as_mut_ptr().cast(), buffer.len(), 0) }
+    })
+}
+
+/// Sends gathered slices in one `sendmsg`, without SIGPIPE; `more` sets `MSG_MORE` (more
+/// data follows at once, e.g. a file body after its head).
+pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
+    let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+    retry_interrupted(|| {
+        // SAFETY: zeroed msghdr is valid (no name, no control data).
+        let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec on Unix (documented by std).
+        message.msg_iov = slices.as_ptr() as *mut libc::iovec;
+        message.msg_iovlen = slices.len();
+        // SAFETY: msg_iov points to `slices.len()` valid iovecs borrowed for the call; the
+        // kernel only reads them.
+        unsafe { libc::sendmsg(fd, &message, flags) }
+    })
+}
+
+/// Sends `count` bytes of `file` from `offset` to the socket `fd` (advancing `offset`).
+pub fn sendfile(fd: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
+    let mut kernel_offset = *offset as libc::off_t;
+    let sent = retry_interrupted(|| {
+        // SAFETY: `kernel_offset` is a valid off_t the kernel updates; both descriptors are
+        // owned by the caller for the duration of the call.
+        unsafe { libc::sendfile(fd, file, &mut kernel_offset, count) }
+    })?;
+    *offset = kernel_offset as u64;
+    Ok(sent)
+}
+
+/// Closes a descriptor we own. Errors from close are not actionable (the descriptor is gone
+/// either way), so they are ignored.
+pub fn close(fd: RawFd) {
+    // SAFETY: the caller owns `fd` and never uses it after this call.
+    unsafe { libc::close(fd) };
+}
+
+/// Half-closes the sending side (FIN after queued data), for a lingering close.
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor the caller owns.
+    check(unsafe { libc::shutdown(fd, libc::SHUT_WR) } as isize).map(drop)
+}
+
+/// Creates a non-blocking, close-on-exec eventfd.
+pub fn eventfd() -> io::Result<RawFd> {
+    // SAFETY: no memory arguments.
+    check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) } as isize)
+        .map(|fd| fd as RawFd)
+}
+
+/// Adds one to an eventfd counter (wakes its poller).
+pub fn eventfd_signal(fd: RawFd) -> io::Result<()> {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live local array.
+    check(unsafe { libc::write(fd, one.as_ptr().cast(), one.len()) }).map(drop)
+}
+
+/// Resets an eventfd counter (ignores `EAGAIN`: nothing to drain).
+pub fn eventfd_drain(fd: RawFd) {
+    let mut value = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live local array.
+    unsafe { libc::read(fd, value.as_mut_ptr().cast(), value.len()) };
+}

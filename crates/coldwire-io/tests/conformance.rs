@@ -1,0 +1,341 @@
+//! Conformance suite: every driver test runs against every backend through one macro, so
+//! select, poll and epoll are held to the same contract (the server logic above them is
+//! identical, and the experiments compare only the mechanism).
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coldwire_io::{
+    Chunk, Completion, ConnectionId, Driver, DriverConfig, EpollPoller, Flush, PollPoller, Poller,
+    ReadinessDriver, SelectPoller,
+};
+
+type Harness<P> = ReadinessDriver<P>;
+
+fn listener() -> (TcpListener, std::net::SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    (listener, address)
+}
+
+fn driver<P: Poller>() -> Harness<P> {
+    ReadinessDriver::<P>::new(DriverConfig::default()).unwrap()
+}
+
+/// Runs the loop until `until` returns true for a completion, or panics after 10 s.
+fn run_until<P: Poller>(
+    driver: &mut Harness<P>,
+    mut until: impl FnMut(&mut Harness<P>, Completion) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for a completion"
+        );
+        driver.wait(Some(Duration::from_millis(100))).unwrap();
+        while let Some(completion) = driver.next_completion() {
+            if until(driver, completion) {
+                return;
+            }
+        }
+    }
+}
+
+fn accept_one<P: Poller>(driver: &mut Harness<P>) -> ConnectionId {
+    let mut accepted = None;
+    run_until(driver, |_, completion| match completion {
+        Completion::Accepted { connection, .. } => {
+            accepted = Some(connection);
+            true
+        }
+        _ => false,
+    });
+    accepted.unwrap()
+}
+
+fn receive_text<P: Poller>(driver: &mut Harness<P>, id: ConnectionId, wanted: usize) -> Vec<u8> {
+    let mut data = Vec::new();
+    driver.recv(id);
+    run_until(driver, |driver, completion| match completion {
+        Completion::Received { connection, buffer } if connection == id => {
+            data.extend_from_slice(buffer.filled());
+            driver.recycle(buffer);
+            if data.len() >= wanted {
+                return true;
+            }
+            driver.recv(id);
+            false
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    data
+}
+
+fn accepts_receives_and_sends<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let mut client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    client.write_all(b"hello driver").unwrap();
+    assert_eq!(receive_text(&mut driver, id, 12), b"hello driver");
+    let mut head = driver.take_vec();
+    head.extend_from_slice(b"head+");
+    driver.send(id, Chunk::Owned(head));
+    driver.send(id, Chunk::Shared(bytes::Bytes::from_static(b"body")));
+    assert!(matches!(driver.flush(id), Flush::Done));
+    let mut reply = [0u8; 9];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"head+body");
+    let counters = driver.counters();
+    assert_eq!(counters.accepted, 1);
+    assert_eq!(counters.open_connections, 1);
+    assert!(counters.recv_calls >= 1 && counters.send_calls == 1);
+    driver.close(id);
+    assert_eq!(driver.counters().open_connections, 0);
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "closed connection reads EOF");
+}
+
+fn reports_end_of_stream_and_reset<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    client.shutdown(Shutdown::Write).unwrap();
+    driver.recv(id);
+    run_until(
+        &mut driver,
+        |_, completion| matches!(completion, Completion::PeerClosed { connection } if connection == id),
+    );
+    driver.close(id);
+
+    let client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    socket2::SockRef::from(&client)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
+    drop(client);
+    driver.recv(id);
+    run_until(&mut driver, |_, completion| match completion {
+        Completion::Failed { connection, error } if connection == id => {
+            assert_eq!(error.raw_os_error(), Some(libc::ECONNRESET));
+            true
+        }
+        Completion::PeerClosed { .. } => panic!("a reset must be reported as a failure"),
+        _ => false,
+    });
+}
+
+fn blocked_output_completes_when_the_reader_drains<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let mut client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    let payload: Vec<u8> = (0..8 * 1024 * 1024u32)
+        .map(|index| (index % 251) as u8)
+        .collect();
+    driver.send(id, Chunk::Shared(bytes::Bytes::from(payload.clone())));
+    assert!(
+        matches!(driver.flush(id), Flush::Pending),
+        "8 MiB cannot fit a socket buffer"
+    );
+    assert!(driver.queued_bytes(id) > 0);
+    let reader = std::thread::spawn(move || {
+        let mut received = Vec::new();
+        client.read_to_end(&mut received).unwrap();
+        received
+    });
+    run_until(
+        &mut driver,
+        |_, completion| matches!(completion, Completion::Sent { connection } if connection == id),
+    );
+    assert_eq!(driver.queued_bytes(id), 0);
+    driver.close(id);
+    assert!(
+        reader.join().unwrap() == payload,
+        "bytes arrive intact and in order"
+    );
+}
+
+fn sends_files_with_sendfile<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let mut client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    let mut file = tempfile();
+    let content: Vec<u8> = (0..300_000u32)
+        .map(|index| (index * 7 % 256) as u8)
+        .collect();
+    file.write_all(&content).unwrap();
+    let file = Arc::new(file);
+    let mut head = driver.take_vec();
+    head.extend_from_slice(b"HEAD");
+    driver.send(id, Chunk::Owned(head));
+    driver.send(
+        id,
+        Chunk::File {
+            file: file.clone(),
+            offset: 1000,
+            length: 200_000,
+        },
+    );
+    let reader = std::thread::spawn(move || {
+        let mut received = vec![0u8; 200_004];
+        client.read_exact(&mut received).unwrap();
+        received
+    });
+    if let Flush::Pending = driver.flush(id) {
+        run_until(&mut driver, |_, completion| {
+            matches!(completion, Completion::Sent { .. })
+        });
+    }
+    let received = reader.join().unwrap();
+    assert_eq!(&received[..4], b"HEAD");
+    assert!(received[4..] == content[1000..201_000]);
+    assert!(driver.counters().sendfile_calls >= 1);
+}
+
+fn tempfile() -> std::fs::File {
+    let path = std::env::temp_dir().join(format!(
+        "coldwire-io-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    file
+}
+
+fn timers_fire_and_can_be_cancelled<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let _first = TcpStream::connect(address).unwrap();
+    let first = accept_one(&mut driver);
+    let _second = TcpStream::connect(address).unwrap();
+    let second = accept_one(&mut driver);
+    let start = Instant::now();
+    driver.set_timer(first, start + Duration::from_millis(50));
+    driver.set_timer(second, start + Duration::from_millis(30));
+    driver.cancel_timer(second);
+    run_until(&mut driver, |_, completion| match completion {
+        Completion::TimerExpired { connection } => {
+            assert_eq!(connection, first, "a cancelled timer never fires");
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        start.elapsed() >= Duration::from_millis(50),
+        "timers never fire early"
+    );
+}
+
+fn waker_interrupts_a_wait<P: Poller>() {
+    let mut driver = driver::<P>();
+    let waker = driver.waker();
+    let thread = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        waker.wake().unwrap();
+    });
+    let start = Instant::now();
+    run_until(&mut driver, |_, completion| {
+        matches!(completion, Completion::Woken)
+    });
+    assert!(start.elapsed() < Duration::from_secs(5));
+    thread.join().unwrap();
+}
+
+fn idle_connections_hold_no_buffer_and_slots_are_reused<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let clients: Vec<TcpStream> = (0..50)
+        .map(|_| TcpStream::connect(address).unwrap())
+        .collect();
+    let mut ids = Vec::new();
+    run_until(&mut driver, |driver, completion| {
+        if let Completion::Accepted { connection, .. } = completion {
+            driver.recv(connection);
+            ids.push(connection);
+        }
+        ids.len() == 50
+    });
+    let mut slots: Vec<usize> = ids.iter().map(|id| id.index()).collect();
+    slots.sort_unstable();
+    assert_eq!(
+        slots,
+        (0..50).collect::<Vec<_>>(),
+        "slots are dense from zero"
+    );
+    driver.wait(Some(Duration::from_millis(10))).unwrap();
+    assert!(
+        driver.next_completion().is_none(),
+        "idle connections produce nothing"
+    );
+    assert_eq!(
+        driver.counters().buffers_in_use,
+        0,
+        "an idle connection owns no buffer"
+    );
+    // Lowest free slot first: free slot 7, the next connection takes it.
+    let seven = *ids.iter().find(|id| id.index() == 7).unwrap();
+    driver.close(seven);
+    let _late = TcpStream::connect(address).unwrap();
+    let reused = accept_one(&mut driver);
+    assert_eq!(reused.index(), 7);
+    assert_ne!(reused, seven, "a reused slot gets a new generation");
+    drop(clients);
+}
+
+fn stale_completions_never_reach_a_reused_slot<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    driver.listen(listener).unwrap();
+    let mut client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    client.write_all(b"x").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    driver.recv(id); // completes at once into the queue
+    driver.close(id); // ... and the server closes before reading it
+    assert!(
+        driver.next_completion().is_none(),
+        "completion of a closed connection is dropped"
+    );
+}
+
+macro_rules! conformance {
+    ($($backend:ident => $poller:ty),* $(,)?) => {$(
+        mod $backend {
+            use super::*;
+            #[test] fn accepts_receives_and_sends() { super::accepts_receives_and_sends::<$poller>() }
+            #[test] fn reports_end_of_stream_and_reset() { super::reports_end_of_stream_and_reset::<$poller>() }
+            #[test] fn blocked_output_completes_when_the_reader_drains() { super::blocked_output_completes_when_the_reader_drains::<$poller>() }
+            #[test] fn sends_files_with_sendfile() { super::sends_files_with_sendfile::<$poller>() }
+            #[test] fn timers_fire_and_can_be_cancelled() { super::timers_fire_and_can_be_cancelled::<$poller>() }
+            #[test] fn waker_interrupts_a_wait() { super::waker_interrupts_a_wait::<$poller>() }
+            #[test] fn idle_connections_hold_no_buffer_and_slots_are_reused() { super::idle_connections_hold_no_buffer_and_slots_are_reused::<$poller>() }
+            #[test] fn stale_completions_never_reach_a_reused_slot() { super::stale_completions_never_reach_a_reused_slot::<$poller>() }
+        }
+    )*};
+}
+
+conformance! {
+    select => SelectPoller,
+    poll => PollPoller,
+    epoll => EpollPoller,
+}
