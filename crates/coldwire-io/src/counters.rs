@@ -7,7 +7,7 @@
 use crate::poller::PollerCounters;
 
 /// Counters of one event loop. All `*_calls` fields count system calls made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LoopCounters {
     /// `accept4` calls, including the final one that returned `EAGAIN`.
     pub accept_calls: u64,

@@ -171,6 +171,10 @@ pub struct DriverConfig {
     pub accept_batch: usize,
     /// Timer resolution: deadlines fire no earlier than set and at most this much later.
     pub timer_tick: Duration,
+    /// Slots of the timer wheel (a power of two). `timer_tick × timer_slots` should exceed
+    /// the usual timeout: a timer further away than one rotation is revisited once per
+    /// rotation, which can cost an empty wake-up.
+    pub timer_slots: usize,
 }
 
 impl Default for DriverConfig {
@@ -181,7 +185,8 @@ impl Default for DriverConfig {
             max_free_buffers: 1024,
             accept_pause: Duration::from_millis(100),
             accept_batch: 128,
-            timer_tick: Duration::from_millis(10),
+            timer_tick: Duration::from_millis(50),
+            timer_slots: 8192,
         }
     }
 }

@@ -103,7 +103,7 @@ impl<P: Poller> ReadinessDriver<P> {
         let now = Instant::now();
         Ok(ReadinessDriver {
             poller,
-            timers: TimerWheel::new(config.timer_tick, 1024, now),
+            timers: TimerWheel::new(config.timer_tick, config.timer_slots, now),
             buffers: BufferPool::new(config.buffer_size, config.max_free_buffers),
             config,
             connections: SlotTable::new(),
