@@ -1,1 +1,26 @@
-//! placeholder
+//! coldwire's servers. Today: the static origin server (`coldwire serve`) — workers, each
+//! an event loop over a `coldwire-io` driver with its own `SO_REUSEPORT` listener; an
+//! open-file cache with prebuilt response heads; keep-alive and pipelining; conditional and
+//! range requests; explicit limits and timeouts; access log; stats endpoint; graceful
+//! shutdown. The caching proxy will live here too.
+
+pub mod access_log;
+pub mod admin;
+pub mod config;
+pub mod error;
+pub mod file_cache;
+pub mod origin;
+pub mod output;
+pub mod server;
+pub mod session;
+pub mod stats;
+pub mod system;
+pub mod worker;
+
+pub use config::ServeConfig;
+pub use error::ServerError;
+pub use server::{RunningServer, StopHandle};
+pub use stats::{Stats, StatsReport};
+
+/// The `Server` header value.
+pub const SERVER_NAME: &str = "coldwire";

@@ -1,0 +1,184 @@
+//! HTTP dates: formatting as IMF-fixdate ([`format_http_date`]), parsing the three formats
+//! RFC 9110 §5.6.7 requires ([`parse_http_date`]), and a per-second cache of the current
+//! `Date` value ([`DateCache`]).
+//!
+//! Invariants: a formatted date is always exactly [`HTTP_DATE_LEN`] (29) ASCII bytes, e.g.
+//! `Sun, 06 Nov 1994 08:49:37 GMT`; nothing here allocates or panics. Times before 1970 are
+//! formatted as the epoch and times after 9999-12-31 as the last second of 9999 (httpdate
+//! cannot represent either).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Length of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub const HTTP_DATE_LEN: usize = 29;
+
+/// Seconds from the epoch to 9999-12-31T23:59:59Z, the last second httpdate can format.
+const LAST_FORMATTABLE_SECOND: u64 = 253_402_300_799;
+
+/// Formats `time` (truncated to whole seconds) as an IMF-fixdate, without allocating.
+pub fn format_http_date(time: SystemTime) -> [u8; HTTP_DATE_LEN] {
+    let seconds = unix_seconds(time).min(LAST_FORMATTABLE_SECOND);
+    let date = httpdate::HttpDate::from(UNIX_EPOCH + Duration::from_secs(seconds));
+    let mut writer = FixedWriter {
+        bytes: [b' '; HTTP_DATE_LEN],
+        len: 0,
+    };
+    // FixedWriter never fails before 29 bytes, and httpdate always writes exactly 29.
+    let _ = std::fmt::Write::write_fmt(&mut writer, format_args!("{date}"));
+    writer.bytes
+}
+
+/// Parses an HTTP-date in any of the three formats RFC 9110 §5.6.7 requires recipients to
+/// accept (IMF-fixdate, RFC 850, asctime). Surrounding whitespace is ignored; anything else
+/// invalid gives `None`.
+pub fn parse_http_date(value: &[u8]) -> Option<SystemTime> {
+    let text = std::str::from_utf8(crate::fields::trim_ows(value)).ok()?;
+    httpdate::parse_http_date(text).ok()
+}
+
+/// Whole seconds since the Unix epoch; 0 for times before it.
+pub fn unix_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |since_epoch| since_epoch.as_secs())
+}
+
+/// Truncates `time` to whole seconds (HTTP dates have one-second resolution, so validators and
+/// comparisons must use truncated times). Times before the epoch become the epoch.
+pub fn truncate_to_seconds(time: SystemTime) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(unix_seconds(time))
+}
+
+struct FixedWriter {
+    bytes: [u8; HTTP_DATE_LEN],
+    len: usize,
+}
+
+impl std::fmt::Write for FixedWriter {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let end = self.len.checked_add(text.len()).ok_or(std::fmt::Error)?;
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// The current `Date` header value, reformatted at most once per second.
+///
+/// An event loop calls [`DateCache::update`] once per iteration with the loop's clock and
+/// copies [`DateCache::bytes`] into every response head.
+#[derive(Debug, Clone)]
+pub struct DateCache {
+    second: u64,
+    formatted: [u8; HTTP_DATE_LEN],
+}
+
+impl DateCache {
+    /// A cache holding the date for `now`.
+    pub fn new(now: SystemTime) -> DateCache {
+        DateCache {
+            second: unix_seconds(now),
+            formatted: format_http_date(now),
+        }
+    }
+
+    /// Refreshes the cached value if `now` falls in a different second than the cached one.
+    /// Returns true when the value changed.
+    pub fn update(&mut self, now: SystemTime) -> bool {
+        let second = unix_seconds(now);
+        if second == self.second {
+            return false;
+        }
+        self.second = second;
+        self.formatted = format_http_date(now);
+        true
+    }
+
+    /// The cached IMF-fixdate.
+    pub fn bytes(&self) -> &[u8; HTTP_DATE_LEN] {
+        &self.formatted
+    }
+}
+
+impl Default for DateCache {
+    /// A cache holding the date for `SystemTime::now()`.
+    fn default() -> Self {
+        DateCache::new(SystemTime::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn formats_imf_fixdate() {
+        assert_eq!(
+            &format_http_date(at(784_111_777)),
+            b"Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        assert_eq!(&format_http_date(at(0)), b"Thu, 01 Jan 1970 00:00:00 GMT");
+    }
+
+    #[test]
+    fn clamps_unrepresentable_times() {
+        let before_epoch = UNIX_EPOCH - Duration::from_secs(10);
+        assert_eq!(
+            &format_http_date(before_epoch),
+            b"Thu, 01 Jan 1970 00:00:00 GMT"
+        );
+        let far_future = at(u64::MAX / 4);
+        assert_eq!(
+            &format_http_date(far_future),
+            b"Fri, 31 Dec 9999 23:59:59 GMT"
+        );
+    }
+
+    #[test]
+    fn parses_all_three_formats() {
+        let expected = Some(at(784_111_777));
+        assert_eq!(parse_http_date(b"Sun, 06 Nov 1994 08:49:37 GMT"), expected);
+        assert_eq!(parse_http_date(b"Sunday, 06-Nov-94 08:49:37 GMT"), expected);
+        assert_eq!(parse_http_date(b"Sun Nov  6 08:49:37 1994"), expected);
+        assert_eq!(
+            parse_http_date(b" Sun, 06 Nov 1994 08:49:37 GMT "),
+            expected
+        );
+        assert_eq!(parse_http_date(b"yesterday"), None);
+        assert_eq!(parse_http_date(b"\xff\xfe"), None);
+    }
+
+    #[test]
+    fn cache_updates_once_per_second() {
+        let mut cache = DateCache::new(at(100));
+        assert!(!cache.update(at(100) + Duration::from_millis(999)));
+        assert!(cache.update(at(101)));
+        assert_eq!(cache.bytes(), &format_http_date(at(101)));
+        assert!(!cache.update(at(101)));
+    }
+
+    #[test]
+    fn truncation() {
+        assert_eq!(
+            truncate_to_seconds(at(5) + Duration::from_millis(700)),
+            at(5)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn round_trips(seconds in 0u64..LAST_FORMATTABLE_SECOND) {
+            let formatted = format_http_date(at(seconds));
+            proptest::prop_assert_eq!(parse_http_date(&formatted), Some(at(seconds)));
+        }
+
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            let _ = parse_http_date(&bytes);
+        }
+    }
+}

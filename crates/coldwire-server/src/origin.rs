@@ -1,0 +1,284 @@
+//! The origin server's answer to one parsed request: method and target checks, path
+//! resolution inside the root, the file cache, conditionals (304/412), single ranges
+//! (206/416), and small error responses. Writes into an [`Output`]; touches no socket.
+//!
+//! The `200 OK` path for a cached file is one copy of a prebuilt head, a 29-byte date patch,
+//! and a shared body chunk (or a `sendfile` chunk for large files): no allocation, no
+//! formatting, no system call.
+
+use std::io::Write;
+use std::time::Instant;
+
+use coldwire_http::{
+    HTTP_DATE_LEN, Method, Precondition, RangeOutcome, RequestHead, Status, Target, Version,
+    connection_header, evaluate_conditionals, evaluate_request_range, finish, parse_target,
+    resolve_path, write_content_length, write_content_range, write_date, write_header,
+    write_status_line, write_unsatisfied_content_range,
+};
+use coldwire_io::{Chunk, Driver};
+
+use crate::file_cache::{FileCache, LookupError};
+use crate::output::Output;
+
+/// What answering a request produced, for the log, the stats and the connection.
+#[derive(Clone, Copy, Debug)]
+pub struct Answer {
+    /// Status code sent.
+    pub status: u16,
+    /// Body bytes queued.
+    pub body_bytes: u64,
+    /// The connection stays open for another request.
+    pub keep_alive: bool,
+}
+
+/// Everything the responder reads besides the request.
+pub struct Responder<'a> {
+    /// The worker's file cache.
+    pub files: &'a mut FileCache,
+    /// The current `Date` value.
+    pub date: &'a [u8; HTTP_DATE_LEN],
+    /// The loop's clock.
+    pub now: Instant,
+    /// Scratch space for the decoded path (kept by the worker to avoid allocating).
+    pub path: &'a mut Vec<u8>,
+}
+
+impl Responder<'_> {
+    /// Answers `request`. `keep_alive` is false when the connection must close after this
+    /// response (the client asked, the request has a body we do not read, or the server is
+    /// shutting down).
+    pub fn answer<D: Driver>(
+        &mut self,
+        request: &RequestHead<'_>,
+        keep_alive: bool,
+        driver: &mut D,
+        output: &mut Output,
+    ) -> Answer {
+        let version = request.version();
+        let method = request.method();
+        let head_only = method == Method::Head;
+        if !method.is_get_or_head() {
+            return error_response(
+                Status::METHOD_NOT_ALLOWED,
+                version,
+                keep_alive,
+                head_only,
+                self.date,
+                driver,
+                output,
+            );
+        }
+        let path = match parse_target(method, request.target()) {
+            Ok(Target::Origin { path, .. } | Target::Absolute { path, .. }) => path,
+            Ok(_) => {
+                return error_response(
+                    Status::BAD_REQUEST,
+                    version,
+                    keep_alive,
+                    head_only,
+                    self.date,
+                    driver,
+                    output,
+                );
+            }
+            Err(error) => {
+                return error_response(
+                    error.status(),
+                    version,
+                    keep_alive,
+                    head_only,
+                    self.date,
+                    driver,
+                    output,
+                );
+            }
+        };
+        if let Err(error) = resolve_path(path, self.path) {
+            return error_response(
+                error.status(),
+                version,
+                keep_alive,
+                head_only,
+                self.date,
+                driver,
+                output,
+            );
+        }
+        let file = match self.files.lookup(self.path, self.now) {
+            Ok(file) => file,
+            Err(LookupError::Directory) => {
+                return redirect_to_directory(
+                    path, version, keep_alive, head_only, self.date, driver, output,
+                );
+            }
+            Err(error) => {
+                let status = match error {
+                    LookupError::NotFound => Status::NOT_FOUND,
+                    LookupError::Forbidden => Status::FORBIDDEN,
+                    LookupError::Directory | LookupError::Internal => Status::INTERNAL_SERVER_ERROR,
+                };
+                return error_response(
+                    status, version, keep_alive, head_only, self.date, driver, output,
+                );
+            }
+        };
+        let connection_line = connection_header(version, keep_alive);
+        match evaluate_conditionals(request, &file.validators) {
+            Precondition::Proceed => {}
+            Precondition::NotModified => {
+                let out = output.bytes(driver);
+                file.head_not_modified
+                    .write_complete(out, self.date, connection_line);
+                return Answer {
+                    status: 304,
+                    body_bytes: 0,
+                    keep_alive,
+                };
+            }
+            Precondition::Failed => {
+                return error_response(
+                    Status::PRECONDITION_FAILED,
+                    version,
+                    keep_alive,
+                    head_only,
+                    self.date,
+                    driver,
+                    output,
+                );
+            }
+        }
+        let (status, start, length) =
+            match evaluate_request_range(request, &file.validators, file.length) {
+                RangeOutcome::Full => {
+                    file.head_ok
+                        .write_complete(output.bytes(driver), self.date, connection_line);
+                    (200, 0, file.length)
+                }
+                RangeOutcome::Partial {
+                    start,
+                    end_inclusive,
+                } => {
+                    let out = output.bytes(driver);
+                    write_status_line(out, Version::Http11, Status::PARTIAL_CONTENT);
+                    file.head_fields.write_to(out, self.date);
+                    write_content_range(out, start, end_inclusive, file.length);
+                    let length = end_inclusive - start + 1;
+                    write_content_length(out, length);
+                    out.extend_from_slice(connection_line);
+                    finish(out);
+                    (206, start, length)
+                }
+                RangeOutcome::Unsatisfiable => {
+                    let out = output.bytes(driver);
+                    write_status_line(out, Version::Http11, Status::RANGE_NOT_SATISFIABLE);
+                    file.head_fields.write_to(out, self.date);
+                    write_unsatisfied_content_range(out, file.length);
+                    write_content_length(out, 0);
+                    out.extend_from_slice(connection_line);
+                    finish(out);
+                    return Answer {
+                        status: 416,
+                        body_bytes: 0,
+                        keep_alive,
+                    };
+                }
+            };
+        if head_only || length == 0 {
+            return Answer {
+                status,
+                body_bytes: 0,
+                keep_alive,
+            };
+        }
+        let chunk = match &file.body {
+            Some(body) => Chunk::Shared(body.slice(start as usize..(start + length) as usize)),
+            None => Chunk::File {
+                file: file.file.clone(),
+                offset: start,
+                length,
+            },
+        };
+        output.chunk(driver, chunk);
+        Answer {
+            status,
+            body_bytes: length,
+            keep_alive,
+        }
+    }
+}
+
+fn common_head(out: &mut Vec<u8>, status: Status, date: &[u8; HTTP_DATE_LEN]) {
+    write_status_line(out, Version::Http11, status);
+    write_header(out, b"Server", crate::SERVER_NAME.as_bytes());
+    write_date(out, date);
+}
+
+/// A small HTML error response (`405` also says which methods are allowed).
+pub fn error_response<D: Driver>(
+    status: Status,
+    version: Version,
+    keep_alive: bool,
+    head_only: bool,
+    date: &[u8; HTTP_DATE_LEN],
+    driver: &mut D,
+    output: &mut Output,
+) -> Answer {
+    let out = output.bytes(driver);
+    common_head(out, status, date);
+    if status == Status::METHOD_NOT_ALLOWED {
+        write_header(out, b"Allow", b"GET, HEAD");
+    }
+    write_header(out, b"Content-Type", b"text/html; charset=utf-8");
+    let code = status.code();
+    let reason = status.reason();
+    let mut body = [0u8; 256];
+    let body_length = {
+        let mut cursor = &mut body[..];
+        let _ = writeln!(
+            cursor,
+            "<html><head><title>{code} {reason}</title></head><body><h1>{code} {reason}</h1></body></html>"
+        );
+        256 - cursor.len()
+    };
+    write_content_length(out, body_length as u64);
+    out.extend_from_slice(connection_header(version, keep_alive));
+    finish(out);
+    if head_only {
+        return Answer {
+            status: code,
+            body_bytes: 0,
+            keep_alive,
+        };
+    }
+    out.extend_from_slice(&body[..body_length]);
+    Answer {
+        status: code,
+        body_bytes: body_length as u64,
+        keep_alive,
+    }
+}
+
+fn redirect_to_directory<D: Driver>(
+    path: &str,
+    version: Version,
+    keep_alive: bool,
+    head_only: bool,
+    date: &[u8; HTTP_DATE_LEN],
+    driver: &mut D,
+    output: &mut Output,
+) -> Answer {
+    let out = output.bytes(driver);
+    common_head(out, Status::MOVED_PERMANENTLY, date);
+    out.extend_from_slice(b"Location: ");
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b"/\r\n");
+    write_content_length(out, 0);
+    out.extend_from_slice(connection_header(version, keep_alive));
+    finish(out);
+    let _ = head_only;
+    Answer {
+        status: 301,
+        body_bytes: 0,
+        keep_alive,
+    }
+}

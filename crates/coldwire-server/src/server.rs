@@ -1,0 +1,256 @@
+//! `RunningServer`: binds one `SO_REUSEPORT` listener per worker (so the kernel spreads
+//! connections and no accept herd forms), starts the workers on the chosen backend — one
+//! `match` here instantiates the monomorphised loop — and the optional stats endpoint, and
+//! stops them gracefully.
+
+use std::fs::OpenOptions;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use coldwire_io::{
+    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
+    Waker,
+};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::admin::serve_admin;
+use crate::config::ServeConfig;
+use crate::error::ServerError;
+use crate::stats::Stats;
+use crate::system;
+use crate::worker::{WorkerContext, run_worker};
+
+/// A started server. Dropping it does not stop it; call [`RunningServer::stop`] and
+/// [`RunningServer::join`].
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    open_files_limit: u64,
+    stop: Arc<AtomicBool>,
+    wakers: Vec<Waker>,
+    workers: Vec<JoinHandle<std::io::Result<()>>>,
+    admin: Option<JoinHandle<()>>,
+    stats: Arc<Stats>,
+}
+
+/// A cloneable handle that asks the server to shut down (for the signal thread).
+#[derive(Clone)]
+pub struct StopHandle {
+    stop: Arc<AtomicBool>,
+    wakers: Vec<Waker>,
+}
+
+impl StopHandle {
+    /// Stops accepting, lets in-flight responses finish within the grace period, then the
+    /// workers exit.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for waker in &self.wakers {
+            let _ = waker.wake();
+        }
+    }
+}
+
+fn bind(address: SocketAddr, backlog: i32) -> Result<TcpListener, ServerError> {
+    let fail = |source| ServerError::Listen { address, source };
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(fail)?;
+    socket.set_reuse_address(true).map_err(fail)?;
+    socket.set_reuse_port(true).map_err(fail)?;
+    // Accepted sockets inherit TCP_NODELAY on Linux: one setsockopt here, none per connection.
+    socket.set_tcp_nodelay(true).map_err(fail)?;
+    socket.bind(&address.into()).map_err(fail)?;
+    socket.listen(backlog).map_err(fail)?;
+    Ok(socket.into())
+}
+
+impl RunningServer {
+    /// Starts the server described by `config`.
+    pub fn start(config: ServeConfig) -> Result<RunningServer, ServerError> {
+        let open_files_limit =
+            system::raise_open_files_limit().map_err(|source| ServerError::System {
+                context: "cannot raise the open-files limit",
+                source,
+            })?;
+        if !config.root.is_dir() {
+            let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
+            return Err(ServerError::Root {
+                path: config.root.clone(),
+                source,
+            });
+        }
+        config
+            .backend
+            .probe()
+            .map_err(|source| ServerError::Backend {
+                backend: config.backend.name(),
+                source,
+            })?;
+        let workers = config.workers.max(1);
+        let first = bind(config.listen, config.backlog)?;
+        let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
+            address: config.listen,
+            source,
+        })?;
+        let mut listeners = vec![first];
+        for _ in 1..workers {
+            listeners.push(bind(local_addr, config.backlog)?);
+        }
+        let access_log = match &config.access_log {
+            Some(path) => Some(Arc::new(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|source| ServerError::AccessLog {
+                        path: path.clone(),
+                        source,
+                    })?,
+            )),
+            None => None,
+        };
+        let stats = Arc::new(Stats::new(config.backend.name(), workers));
+        let stop = Arc::new(AtomicBool::new(false));
+        let admin_listener = match config.admin {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .map_err(|source| ServerError::Admin { address, source })?,
+            ),
+            None => None,
+        };
+        let admin_addr = admin_listener
+            .as_ref()
+            .and_then(|listener| listener.local_addr().ok());
+        let config = Arc::new(config);
+        let driver_config = DriverConfig {
+            max_connections: config.max_connections.div_ceil(workers),
+            buffer_size: config.limits.max_head_bytes.max(16 * 1024),
+            ..DriverConfig::default()
+        };
+        let mut wakers = Vec::new();
+        let mut threads = Vec::new();
+        for (index, listener) in listeners.into_iter().enumerate() {
+            let context = WorkerContext {
+                index,
+                config: config.clone(),
+                listener,
+                stats: stats.clone(),
+                stop: stop.clone(),
+                access_log: access_log.clone(),
+            };
+            let (waker, thread) = match config.backend {
+                Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,
+                Backend::Poll => spawn::<PollPoller>(&driver_config, context)?,
+                Backend::Select => spawn::<SelectPoller>(&driver_config, context)?,
+            };
+            wakers.push(waker);
+            threads.push(thread);
+        }
+        let admin = admin_listener.map(|listener| {
+            let stats = stats.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("coldwire-admin".into())
+                .spawn(move || serve_admin(listener, stats, stop))
+                .expect("spawning the admin thread")
+        });
+        Ok(RunningServer {
+            local_addr,
+            admin_addr,
+            open_files_limit,
+            stop,
+            wakers,
+            workers: threads,
+            admin,
+            stats,
+        })
+    }
+
+    /// The address the workers listen on (with the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The stats endpoint's address, if enabled.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// The open-files soft limit after raising it.
+    pub fn open_files_limit(&self) -> u64 {
+        self.open_files_limit
+    }
+
+    /// The live statistics.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// A handle to stop the server from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            stop: self.stop.clone(),
+            wakers: self.wakers.clone(),
+        }
+    }
+
+    /// Asks the server to stop (see [`StopHandle::stop`]).
+    pub fn stop(&self) {
+        self.stop_handle().stop();
+    }
+
+    /// Waits for every worker to finish; the first worker error is returned.
+    pub fn join(self) -> Result<(), ServerError> {
+        let mut result = Ok(());
+        for (worker, thread) in self.workers.into_iter().enumerate() {
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("worker panicked")));
+            if let Err(source) = outcome
+                && result.is_ok()
+            {
+                result = Err(ServerError::Worker { worker, source });
+            }
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(admin) = self.admin {
+            let _ = admin.join();
+        }
+        result
+    }
+}
+
+type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
+
+fn spawn<P: Poller + Send + 'static>(
+    driver_config: &DriverConfig,
+    context: WorkerContext,
+) -> Result<Spawned, ServerError> {
+    let driver = ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| {
+        ServerError::Backend {
+            backend: P::NAME,
+            source,
+        }
+    })?;
+    let waker = driver.waker();
+    let pin = context.config.pin_workers.then_some(context.index);
+    let thread = std::thread::Builder::new()
+        .name(format!("coldwire-worker-{}", context.index))
+        .spawn(move || {
+            if let Some(cpu) = pin {
+                let _ = system::pin_current_thread(cpu % system::cpu_count());
+            }
+            run_worker(driver, context)
+        })
+        .map_err(|source| ServerError::System {
+            context: "cannot spawn a worker thread",
+            source,
+        })?;
+    Ok((waker, thread))
+}

@@ -1,0 +1,92 @@
+//! `Session`: the origin server's state for one connection, kept in a vector indexed by
+//! the driver's slot id. Small on purpose (an idle connection's whole user-space cost is
+//! this plus the driver's slot): no buffer unless a request is partly received.
+//!
+//! Deadlines are lazy: `due` is when the connection's current phase expires, `armed` is
+//! what the driver's timer is set to. Pushing `due` later (every keep-alive request) touches
+//! no timer; when the armed timer fires early, it is re-armed to `due`. Only moving a
+//! deadline earlier (a request head starts: 10 s instead of 60 s) re-arms at once.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use coldwire_io::{Buffer, ConnectionId, Driver};
+
+/// What a connection is doing, which decides which deadline applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for a request to start (keep-alive idle timeout).
+    Idle,
+    /// Part of a request head has arrived (whole-head deadline).
+    Head,
+    /// Output waits for the client to read (stalled-write timeout).
+    Writing,
+    /// Output done, write side shut; draining the client's leftovers before closing.
+    Lingering,
+}
+
+impl Phase {
+    /// Whether the connection counts as active (doing work) rather than idle ("cold").
+    pub fn is_active(self) -> bool {
+        matches!(self, Phase::Head | Phase::Writing)
+    }
+}
+
+/// One connection's state.
+#[derive(Debug)]
+pub struct Session {
+    /// The driver's id for this connection.
+    pub id: ConnectionId,
+    /// The client, for the access log.
+    pub peer: SocketAddr,
+    /// Received bytes not yet consumed (a partial head, or pipelined requests).
+    pub input: Option<Buffer>,
+    /// Current phase.
+    pub phase: Phase,
+    /// Close once the queued output is written.
+    pub close_after_write: bool,
+    /// When closing, linger (shut down writes, drain input) rather than close at once,
+    /// because unread client bytes would make the kernel reset the connection and could
+    /// destroy the response before the client reads it.
+    pub linger: bool,
+    /// When the current phase expires.
+    pub due: Instant,
+    /// What the driver's timer is set to, if anything.
+    pub armed: Option<Instant>,
+    /// Queued bytes when the write deadline was last armed (progress detection).
+    pub progress_mark: u64,
+}
+
+impl Session {
+    /// A fresh idle connection.
+    pub fn new(id: ConnectionId, peer: SocketAddr, due: Instant) -> Session {
+        Session {
+            id,
+            peer,
+            input: None,
+            phase: Phase::Idle,
+            close_after_write: false,
+            linger: false,
+            due,
+            armed: None,
+            progress_mark: 0,
+        }
+    }
+
+    /// Sets when the current phase expires (see the module doc for the laziness).
+    pub fn set_deadline<D: Driver>(&mut self, driver: &mut D, due: Instant) {
+        self.due = due;
+        if self.armed.is_none_or(|armed| due < armed) {
+            driver.set_timer(self.id, due);
+            self.armed = Some(due);
+        }
+    }
+
+    /// Changes phase, keeping the driver's active-connections gauge right.
+    pub fn enter<D: Driver>(&mut self, driver: &mut D, phase: Phase) {
+        if self.phase.is_active() != phase.is_active() {
+            driver.adjust_active(if phase.is_active() { 1 } else { -1 });
+        }
+        self.phase = phase;
+    }
+}

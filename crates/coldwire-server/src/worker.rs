@@ -1,0 +1,503 @@
+//! One worker: an event loop over a [`Driver`], its own `SO_REUSEPORT` listener, its own
+//! file cache and sessions. Generic over the driver, so each backend gets a monomorphised
+//! loop and the logic is identical for all of them.
+//!
+//! The request path: `Received` → append to the session's input → parse every complete
+//! pipelined request → answer each into one [`Output`] → one flush. If the flush completes
+//! at once (the usual case) the next receive is armed immediately; otherwise the connection
+//! waits in `Writing` for `Sent`, reading nothing more meanwhile (back-pressure).
+
+use std::fs::File;
+use std::io;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use coldwire_http::{BodyFraming, DateCache, Parsed, Status, Version, parse_request};
+use coldwire_io::{Buffer, Completion, ConnectionId, Driver, Flush, ListenerId};
+
+use crate::access_log::AccessLog;
+use crate::config::ServeConfig;
+use crate::file_cache::FileCache;
+use crate::origin::{Responder, error_response};
+use crate::output::Output;
+use crate::session::{Phase, Session};
+use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
+
+/// Stop answering more pipelined requests of one batch once this much output is queued;
+/// the rest is answered after the client has read some (bounded memory per connection).
+const OUTPUT_HIGH_WATER: u64 = 256 * 1024;
+
+/// What a worker needs from the server that starts it.
+pub struct WorkerContext {
+    /// Worker index (stats slot, CPU to pin to).
+    pub index: usize,
+    /// Shared configuration.
+    pub config: Arc<ServeConfig>,
+    /// This worker's listening socket.
+    pub listener: TcpListener,
+    /// Shared statistics.
+    pub stats: Arc<Stats>,
+    /// Set when the server should shut down (then the worker is woken).
+    pub stop: Arc<AtomicBool>,
+    /// The access log file, when logging.
+    pub access_log: Option<Arc<File>>,
+}
+
+enum Step {
+    Keep,
+    Close,
+}
+
+struct Worker<D: Driver> {
+    driver: D,
+    sessions: Vec<Option<Session>>,
+    files: FileCache,
+    config: Arc<ServeConfig>,
+    date: DateCache,
+    wall_clock: SystemTime,
+    path: Vec<u8>,
+    http: RequestCounters,
+    log: Option<AccessLog>,
+    stats: Arc<Stats>,
+    index: usize,
+    stop: Arc<AtomicBool>,
+    listener: Option<ListenerId>,
+    drain_deadline: Option<Instant>,
+    open: usize,
+}
+
+/// Runs a worker until shutdown completes.
+pub fn run_worker<D: Driver>(mut driver: D, context: WorkerContext) -> io::Result<()> {
+    let config = context.config;
+    let files = FileCache::new(
+        &config.root,
+        config.file_cache_validity,
+        config.file_cache_entries,
+        config.memory_file_limit,
+    )?;
+    let listener = driver.listen(context.listener)?;
+    let wall_clock = SystemTime::now();
+    let mut worker = Worker {
+        driver,
+        sessions: Vec::new(),
+        files,
+        date: DateCache::new(wall_clock),
+        wall_clock,
+        path: Vec::with_capacity(256),
+        http: RequestCounters::default(),
+        log: context.access_log.map(AccessLog::new),
+        stats: context.stats,
+        index: context.index,
+        stop: context.stop,
+        listener: Some(listener),
+        drain_deadline: None,
+        open: 0,
+        config,
+    };
+    worker.run()
+}
+
+impl<D: Driver> Worker<D> {
+    fn run(&mut self) -> io::Result<()> {
+        loop {
+            let timeout = self.wait_timeout();
+            self.driver.wait(timeout)?;
+            self.wall_clock = SystemTime::now();
+            self.date.update(self.wall_clock);
+            while let Some(completion) = self.driver.next_completion() {
+                self.handle(completion);
+            }
+            if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
+                self.start_draining();
+            }
+            let now = self.driver.now();
+            if let Some(log) = &mut self.log {
+                log.flush_if_due(now);
+            }
+            self.publish();
+            if let Some(deadline) = self.drain_deadline
+                && (self.open == 0 || now >= deadline)
+            {
+                self.close_all();
+                if let Some(log) = &mut self.log {
+                    let _ = log.flush();
+                }
+                self.publish();
+                return Ok(());
+            }
+        }
+    }
+
+    fn wait_timeout(&self) -> Option<Duration> {
+        let now = self.driver.now();
+        let mut timeout = None;
+        if self.log.as_ref().is_some_and(AccessLog::has_pending) {
+            timeout = Some(Duration::from_secs(1));
+        }
+        if let Some(deadline) = self.drain_deadline {
+            let left = deadline.saturating_duration_since(now);
+            timeout = Some(timeout.map_or(left, |current: Duration| current.min(left)));
+        }
+        timeout
+    }
+
+    fn publish(&mut self) {
+        self.http.file_opens = self.files.opens;
+        let snapshot = WorkerSnapshot {
+            loop_counters: self.driver.counters(),
+            http: self.http,
+        };
+        self.stats.publish(self.index, snapshot);
+    }
+
+    fn take_session(&mut self, id: ConnectionId) -> Option<Session> {
+        let slot = self.sessions.get_mut(id.index())?;
+        if slot.as_ref().is_some_and(|session| session.id == id) {
+            slot.take()
+        } else {
+            None
+        }
+    }
+
+    fn put_back(&mut self, session: Session, step: Step) {
+        match step {
+            Step::Keep => {
+                let index = session.id.index();
+                self.sessions[index] = Some(session);
+            }
+            Step::Close => self.close(session),
+        }
+    }
+
+    fn close(&mut self, mut session: Session) {
+        if let Some(input) = session.input.take() {
+            self.driver.recycle(input);
+        }
+        session.enter(&mut self.driver, Phase::Idle);
+        self.driver.close(session.id);
+        self.open -= 1;
+    }
+
+    fn handle(&mut self, completion: Completion) {
+        match completion {
+            Completion::Accepted {
+                connection, peer, ..
+            } => {
+                if self.drain_deadline.is_some() {
+                    self.driver.close(connection);
+                    return;
+                }
+                let index = connection.index();
+                if index >= self.sessions.len() {
+                    self.sessions.resize_with(index + 1, || None);
+                }
+                let now = self.driver.now();
+                let mut session = Session::new(connection, peer, now);
+                session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
+                self.sessions[index] = Some(session);
+                self.open += 1;
+                self.driver.recv(connection);
+            }
+            Completion::Received { connection, buffer } => {
+                let Some(mut session) = self.take_session(connection) else {
+                    self.driver.recycle(buffer);
+                    return;
+                };
+                let step = self.on_received(&mut session, buffer);
+                self.put_back(session, step);
+            }
+            Completion::Sent { connection } => {
+                let Some(mut session) = self.take_session(connection) else {
+                    return;
+                };
+                let step = self.process(&mut session);
+                self.put_back(session, step);
+            }
+            Completion::PeerClosed { connection } | Completion::Failed { connection, .. } => {
+                if let Some(session) = self.take_session(connection) {
+                    self.close(session);
+                }
+            }
+            Completion::TimerExpired { connection } => {
+                let Some(mut session) = self.take_session(connection) else {
+                    return;
+                };
+                let step = self.on_timer(&mut session);
+                self.put_back(session, step);
+            }
+            Completion::Woken => {
+                if self.stop.load(Ordering::Relaxed) && self.drain_deadline.is_none() {
+                    self.start_draining();
+                }
+            }
+        }
+    }
+
+    fn on_received(&mut self, session: &mut Session, buffer: Buffer) -> Step {
+        if session.phase == Phase::Lingering {
+            self.driver.recycle(buffer);
+            self.driver.recv(session.id);
+            return Step::Keep;
+        }
+        match &mut session.input {
+            None => session.input = Some(buffer),
+            Some(input) => {
+                let arrived = buffer.filled();
+                if input.remaining_capacity() < arrived.len() {
+                    input.compact();
+                }
+                if input.remaining_capacity() < arrived.len() {
+                    // More than a whole buffer of head without its end: over the limit.
+                    self.driver.recycle(buffer);
+                    return self.reject(session, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
+                }
+                input.spare_mut()[..arrived.len()].copy_from_slice(arrived);
+                input.advance_filled(arrived.len());
+                self.driver.recycle(buffer);
+            }
+        }
+        self.process(session)
+    }
+
+    /// Answers a request that could not be parsed, then closes (lingering).
+    fn reject(&mut self, session: &mut Session, status: Status) -> Step {
+        let mut output = Output::new(session.id);
+        let answer = error_response(
+            status,
+            Version::Http11,
+            false,
+            false,
+            self.date.bytes(),
+            &mut self.driver,
+            &mut output,
+        );
+        output.finish(&mut self.driver);
+        self.count(session, b"-", b"-", b"-", answer.status, answer.body_bytes);
+        self.http.rejected += 1;
+        session.close_after_write = true;
+        session.linger = true;
+        self.flush(session)
+    }
+
+    fn count(
+        &mut self,
+        session: &Session,
+        method: &[u8],
+        target: &[u8],
+        version: &[u8],
+        status: u16,
+        body_bytes: u64,
+    ) {
+        self.http.requests += 1;
+        self.http.count_response(status);
+        self.http.body_bytes += body_bytes;
+        if let Some(log) = &mut self.log {
+            log.record(
+                session.peer.ip(),
+                method,
+                target,
+                version,
+                status,
+                body_bytes,
+                self.wall_clock,
+            );
+        }
+    }
+
+    /// Answers every complete request in the session's input, flushes, and decides what the
+    /// connection does next.
+    fn process(&mut self, session: &mut Session) -> Step {
+        if session.close_after_write {
+            return self.after_output(session);
+        }
+        let mut output = Output::new(session.id);
+        let mut rejected = None;
+        let draining = self.drain_deadline.is_some();
+        while let Some(input) = session.input.as_mut() {
+            if input.is_empty() {
+                break;
+            }
+            match parse_request(input.filled(), &self.config.limits) {
+                Ok(Parsed::Complete { head, head_len }) => {
+                    let has_body = !matches!(
+                        head.body_framing(),
+                        BodyFraming::None | BodyFraming::Length(0)
+                    );
+                    let keep_alive = head.keep_alive() && !has_body && !draining;
+                    let mut responder = Responder {
+                        files: &mut self.files,
+                        date: self.date.bytes(),
+                        now: self.driver.now(),
+                        path: &mut self.path,
+                    };
+                    let answer = responder.answer(&head, keep_alive, &mut self.driver, &mut output);
+                    self.http.requests += 1;
+                    self.http.count_response(answer.status);
+                    self.http.body_bytes += answer.body_bytes;
+                    if let Some(log) = &mut self.log {
+                        log.record(
+                            session.peer.ip(),
+                            head.method_str().as_bytes(),
+                            head.target().as_bytes(),
+                            head.version().as_bytes(),
+                            answer.status,
+                            answer.body_bytes,
+                            self.wall_clock,
+                        );
+                    }
+                    input.consume(head_len);
+                    if !answer.keep_alive {
+                        session.close_after_write = true;
+                        session.linger = has_body || !input.is_empty();
+                        break;
+                    }
+                    if output.queued >= OUTPUT_HIGH_WATER {
+                        break;
+                    }
+                }
+                Ok(Parsed::Partial) => {
+                    if session.phase != Phase::Head {
+                        session.enter(&mut self.driver, Phase::Head);
+                        let due = self.driver.now() + self.config.header_timeout;
+                        session.set_deadline(&mut self.driver, due);
+                    }
+                    break;
+                }
+                Err(error) => {
+                    rejected = Some(error.status());
+                    break;
+                }
+            }
+        }
+        if session.input.as_ref().is_some_and(Buffer::is_empty)
+            && let Some(input) = session.input.take()
+        {
+            self.driver.recycle(input);
+        }
+        output.finish(&mut self.driver);
+        if let Some(status) = rejected {
+            return self.reject(session, status);
+        }
+        self.flush(session)
+    }
+
+    fn flush(&mut self, session: &mut Session) -> Step {
+        match self.driver.flush(session.id) {
+            Flush::Done => self.after_output(session),
+            Flush::Pending => {
+                session.enter(&mut self.driver, Phase::Writing);
+                session.progress_mark = self.driver.queued_bytes(session.id);
+                let due = self.driver.now() + self.config.write_timeout;
+                session.set_deadline(&mut self.driver, due);
+                Step::Keep
+            }
+            Flush::Failed(_) => Step::Close,
+        }
+    }
+
+    /// Everything queued has been written: close, linger, answer more pipelined requests,
+    /// or wait for the next request.
+    fn after_output(&mut self, session: &mut Session) -> Step {
+        if session.close_after_write {
+            if !session.linger {
+                return Step::Close;
+            }
+            if let Some(input) = session.input.take() {
+                self.driver.recycle(input);
+            }
+            self.driver.shutdown_write(session.id);
+            session.enter(&mut self.driver, Phase::Lingering);
+            let due = self.driver.now() + self.config.linger_timeout;
+            session.set_deadline(&mut self.driver, due);
+            self.driver.recv(session.id);
+            return Step::Keep;
+        }
+        let has_complete_request = session.input.as_ref().is_some_and(|input| {
+            matches!(
+                parse_request(input.filled(), &self.config.limits),
+                Ok(Parsed::Complete { .. }) | Err(_)
+            )
+        });
+        if has_complete_request {
+            return self.process(session);
+        }
+        if session.input.is_none() {
+            if self.drain_deadline.is_some() {
+                return Step::Close;
+            }
+            session.enter(&mut self.driver, Phase::Idle);
+            let due = self.driver.now() + self.config.idle_timeout;
+            session.set_deadline(&mut self.driver, due);
+        }
+        self.driver.recv(session.id);
+        Step::Keep
+    }
+
+    fn on_timer(&mut self, session: &mut Session) -> Step {
+        session.armed = None;
+        let now = self.driver.now();
+        if now < session.due {
+            let due = session.due;
+            session.set_deadline(&mut self.driver, due);
+            return Step::Keep;
+        }
+        match session.phase {
+            Phase::Idle => {
+                self.http.idle_timeouts += 1;
+                Step::Close
+            }
+            Phase::Head => {
+                self.http.header_timeouts += 1;
+                Step::Close
+            }
+            Phase::Writing => {
+                let queued = self.driver.queued_bytes(session.id);
+                if queued < session.progress_mark {
+                    session.progress_mark = queued;
+                    session.set_deadline(&mut self.driver, now + self.config.write_timeout);
+                    Step::Keep
+                } else {
+                    self.http.write_timeouts += 1;
+                    Step::Close
+                }
+            }
+            Phase::Lingering => Step::Close,
+        }
+    }
+
+    fn start_draining(&mut self) {
+        self.drain_deadline = Some(self.driver.now() + self.config.shutdown_grace);
+        if let Some(listener) = self.listener.take() {
+            self.driver.close_listener(listener);
+        }
+        // Idle connections have nothing in flight: close them now.
+        let idle: Vec<ConnectionId> = self
+            .sessions
+            .iter()
+            .flatten()
+            .filter(|session| session.phase == Phase::Idle)
+            .map(|session| session.id)
+            .collect();
+        for id in idle {
+            if let Some(session) = self.take_session(id) {
+                self.close(session);
+            }
+        }
+    }
+
+    fn close_all(&mut self) {
+        let open: Vec<ConnectionId> = self
+            .sessions
+            .iter()
+            .flatten()
+            .map(|session| session.id)
+            .collect();
+        for id in open {
+            if let Some(session) = self.take_session(id) {
+                self.close(session);
+            }
+        }
+    }
+}
