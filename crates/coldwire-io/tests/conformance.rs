@@ -318,6 +318,70 @@ fn stale_completions_never_reach_a_reused_slot<P: Poller>() {
     );
 }
 
+fn raise_open_files_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for the kernel to fill, then to read back.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+    }
+    limit.rlim_cur
+}
+
+/// Descriptors above select's historical 1,024 limit work, and only the ready one is
+/// reported among many idle ones.
+fn high_descriptors_among_many_idle_ones<P: Poller>() {
+    assert!(
+        raise_open_files_limit() >= 3000,
+        "this test needs an open-files limit of at least 3,000"
+    );
+    let mut poller = P::new().unwrap();
+    let mut pipes = Vec::new();
+    for token in 0..1200 {
+        let (reader, writer) = std::io::pipe().unwrap();
+        use std::os::fd::AsRawFd;
+        poller
+            .register(reader.as_raw_fd(), token, coldwire_io::Interest::READABLE)
+            .unwrap();
+        pipes.push((reader, writer));
+    }
+    use std::os::fd::AsRawFd;
+    // Other tests open and close descriptors concurrently, so find the highest one we got.
+    let highest_token = (0..pipes.len())
+        .max_by_key(|&token| pipes[token].0.as_raw_fd())
+        .unwrap();
+    let highest = pipes[highest_token].0.as_raw_fd();
+    assert!(
+        highest > 2048,
+        "descriptor numbers must pass 1,024 twice over, got {highest}"
+    );
+    let mut events = Vec::new();
+    poller.wait(&mut events, Some(Duration::ZERO)).unwrap();
+    assert!(
+        events.is_empty(),
+        "idle descriptors are not reported: {events:?}"
+    );
+    pipes[highest_token].1.write_all(b"x").unwrap();
+    poller
+        .wait(&mut events, Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].token, highest_token);
+    assert!(events[0].readable);
+    // Deregistering descriptors (the ready one among them) leaves the rest quiet.
+    for (reader, _) in pipes.drain(..) {
+        poller.deregister(reader.as_raw_fd()).unwrap();
+    }
+    events.clear();
+    poller.wait(&mut events, Some(Duration::ZERO)).unwrap();
+    assert!(events.is_empty());
+}
+
 macro_rules! conformance {
     ($($backend:ident => $poller:ty),* $(,)?) => {$(
         mod $backend {
@@ -330,6 +394,7 @@ macro_rules! conformance {
             #[test] fn waker_interrupts_a_wait() { super::waker_interrupts_a_wait::<$poller>() }
             #[test] fn idle_connections_hold_no_buffer_and_slots_are_reused() { super::idle_connections_hold_no_buffer_and_slots_are_reused::<$poller>() }
             #[test] fn stale_completions_never_reach_a_reused_slot() { super::stale_completions_never_reach_a_reused_slot::<$poller>() }
+            #[test] fn high_descriptors_among_many_idle_ones() { super::high_descriptors_among_many_idle_ones::<$poller>() }
         }
     )*};
 }
