@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
     assert!(head_len <= data.len());
     assert!(head_len <= limits.max_head_bytes);
     let _ = (head.method(), head.method_str(), head.version(), head.raw());
-    let _ = (head.keep_alive(), head.body_framing(), head.expects_continue(), head.host());
+    let _ = (
+        head.keep_alive(),
+        head.body_framing(),
+        head.expects_continue(),
+        head.host(),
+    );
     assert_eq!(head.headers().count(), head.header_count());
     for (name, value) in head.headers() {
         assert_eq!(head.header_values(name).count() > 0, true);
@@ -31,7 +36,11 @@ fuzz_target!(|data: &[u8]| {
     let mut resolved = Vec::new();
     if resolve_path(path, &mut resolved).is_ok() {
         assert!(!resolved.starts_with(b"/"));
-        assert!(!resolved.split(|&byte| byte == b'/').any(|segment| segment == b".."));
+        assert!(
+            !resolved
+                .split(|&byte| byte == b'/')
+                .any(|segment| segment == b"..")
+        );
     }
 
     let validators = Validators::for_file(1234, UNIX_EPOCH + Duration::from_secs(784_111_777));
@@ -42,7 +51,11 @@ fuzz_target!(|data: &[u8]| {
             evaluate_range(head.header("range"), len),
             evaluate_request_range(&head, &validators, len),
         ] {
-            if let RangeOutcome::Partial { start, end_inclusive } = outcome {
+            if let RangeOutcome::Partial {
+                start,
+                end_inclusive,
+            } = outcome
+            {
                 assert!(start <= end_inclusive && end_inclusive < len);
             }
         }

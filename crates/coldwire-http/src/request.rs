@@ -94,6 +94,10 @@ pub struct RequestHead<'b> {
 ///
 /// Leading empty lines before the request line are skipped (RFC 9112 §2.2) and count towards
 /// `head_len`. Bare LF line endings are accepted in the head, as httparse does.
+///
+/// Each call re-parses from the start of `buf` (parsing is stateless), so a caller that
+/// receives a head in many small reads should call again only when the newly read bytes
+/// contain a `\n`; otherwise the head cannot have completed.
 pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, HttpError> {
     let max_head_bytes = limits.effective_max_head_bytes();
     let window = buf.get(..buf.len().min(max_head_bytes)).unwrap_or(buf);
