@@ -33,8 +33,8 @@ use crate::waker::Waker;
 
 const LISTENER_TOKEN_BASE: usize = 1 << 40;
 const WAKER_TOKEN: usize = usize::MAX;
-/// Slices gathered into one `sendmsg`.
-const GATHER: usize = 16;
+/// Slices gathered into one `sendmsg` (100 pipelined responses fit in two calls).
+const GATHER: usize = 64;
 /// Largest single `sendfile` request (the kernel caps one call near 2 GiB anyway).
 const SENDFILE_MAX: u64 = 1 << 30;
 /// Pooled output vectors larger than this are freed instead of kept.

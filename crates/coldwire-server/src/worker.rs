@@ -255,7 +255,14 @@ impl<D: Driver> Worker<D> {
                 }
                 input.spare_mut()[..arrived.len()].copy_from_slice(arrived);
                 input.advance_filled(arrived.len());
+                // A head can only complete with a new line: a trickling client does not
+                // make us re-parse everything it sent before for every byte.
+                let may_complete = arrived.contains(&b'\n');
                 self.driver.recycle(buffer);
+                if !may_complete && session.phase == Phase::Head {
+                    self.driver.recv(session.id);
+                    return Step::Keep;
+                }
             }
         }
         self.process(session)
