@@ -249,3 +249,137 @@ impl FileCache {
         self.entries.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Root(std::path::PathBuf);
+
+    impl Drop for Root {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn root(name: &str) -> Root {
+        let path =
+            std::env::temp_dir().join(format!("coldwire-file-cache-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(path.join("docs/inner")).unwrap();
+        std::fs::write(path.join("docs/index.html"), b"index").unwrap();
+        std::fs::write(path.join("small.txt"), b"hello").unwrap();
+        std::fs::write(path.join("large.bin"), vec![7u8; 100_000]).unwrap();
+        Root(path)
+    }
+
+    fn cache(root: &Root) -> FileCache {
+        FileCache::new(&root.0, Duration::from_secs(1), 100, 64 * 1024).unwrap()
+    }
+
+    #[test]
+    fn small_files_are_kept_in_memory_and_large_ones_are_not() {
+        let root = root("memory");
+        let mut cache = cache(&root);
+        let now = Instant::now();
+        let small = cache.lookup(b"small.txt", now).unwrap();
+        assert_eq!(small.body.as_deref(), Some(&b"hello"[..]));
+        assert!(small.head_ok.as_bytes().starts_with(b"HTTP/1.1 200 OK\r\n"));
+        assert!(
+            String::from_utf8_lossy(small.head_ok.as_bytes()).contains("Content-Length: 5\r\n")
+        );
+        let large = cache.lookup(b"large.bin", now).unwrap();
+        assert_eq!(large.length, 100_000);
+        assert!(large.body.is_none());
+        assert_eq!(cache.opens, 2);
+        cache.lookup(b"small.txt", now).unwrap();
+        assert_eq!(cache.opens, 2, "a fresh entry costs no system call");
+    }
+
+    #[test]
+    fn directories_serve_their_index_or_ask_for_a_slash() {
+        let root = root("directories");
+        let mut cache = cache(&root);
+        let now = Instant::now();
+        assert_eq!(
+            cache.lookup(b"docs/", now).unwrap().body.as_deref(),
+            Some(&b"index"[..])
+        );
+        assert_eq!(
+            cache.lookup(b"docs", now).unwrap_err(),
+            LookupError::Directory
+        );
+        assert_eq!(
+            cache.lookup(b"docs/inner/", now).unwrap_err(),
+            LookupError::NotFound
+        );
+        assert_eq!(
+            cache.lookup(b"missing", now).unwrap_err(),
+            LookupError::NotFound
+        );
+    }
+
+    #[test]
+    fn symlinks_out_of_the_root_are_refused_by_the_kernel_and_inside_ones_work() {
+        let root = root("symlinks");
+        let outside = std::env::temp_dir().join(format!("coldwire-secret-{}", std::process::id()));
+        std::fs::write(&outside, b"secret").unwrap();
+        std::os::unix::fs::symlink(&outside, root.0.join("escape")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.0.join("etc")).unwrap();
+        std::os::unix::fs::symlink("small.txt", root.0.join("alias")).unwrap();
+        let mut cache = cache(&root);
+        let now = Instant::now();
+        assert_eq!(
+            cache.lookup(b"escape", now).unwrap_err(),
+            LookupError::Forbidden
+        );
+        assert_eq!(
+            cache.lookup(b"etc/passwd", now).unwrap_err(),
+            LookupError::Forbidden
+        );
+        assert_eq!(
+            cache.lookup(b"alias", now).unwrap().body.as_deref(),
+            Some(&b"hello"[..])
+        );
+        std::fs::remove_file(outside).unwrap();
+    }
+
+    #[test]
+    fn changed_files_are_noticed_after_the_validity_period() {
+        let root = root("changes");
+        let mut cache = cache(&root);
+        let start = Instant::now();
+        assert_eq!(cache.lookup(b"small.txt", start).unwrap().length, 5);
+        std::fs::write(root.0.join("small.txt"), b"hello, world").unwrap();
+        assert_eq!(
+            cache.lookup(b"small.txt", start).unwrap().length,
+            5,
+            "trusted within the validity period"
+        );
+        let later = start + Duration::from_secs(2);
+        assert_eq!(
+            cache.lookup(b"small.txt", later).unwrap().body.as_deref(),
+            Some(&b"hello, world"[..])
+        );
+        std::fs::remove_file(root.0.join("small.txt")).unwrap();
+        let much_later = later + Duration::from_secs(2);
+        assert_eq!(
+            cache.lookup(b"small.txt", much_later).unwrap_err(),
+            LookupError::NotFound
+        );
+    }
+
+    #[test]
+    fn special_files_are_refused_without_blocking() {
+        let root = root("fifo");
+        let fifo = root.0.join("pipe");
+        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+        let mut cache = cache(&root);
+        assert_eq!(
+            cache.lookup(b"pipe", Instant::now()).unwrap_err(),
+            LookupError::Forbidden
+        );
+    }
+}
