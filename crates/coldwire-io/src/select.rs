@@ -16,16 +16,17 @@ use std::time::Duration;
 
 use crate::poller::{Event, Interest, Poller, PollerCounters};
 
-const NO_TOKEN: usize = usize::MAX;
-
 /// The select backend (level-triggered, unbounded descriptor numbers).
 pub struct SelectPoller {
     read_interest: Vec<u64>,
     write_interest: Vec<u64>,
     read_ready: Vec<u64>,
     write_ready: Vec<u64>,
-    /// Token per descriptor, `NO_TOKEN` when not registered.
+    /// Token per descriptor (meaningful only where `registered` has the bit).
     tokens: Vec<usize>,
+    /// Which descriptors are registered. Kept apart from the tokens so that every token
+    /// value, `usize::MAX` included, is the caller's to use.
+    registered: Vec<u64>,
     /// Highest registered descriptor + 1 (0 when none).
     descriptor_limit: usize,
     counters: PollerCounters,
@@ -46,7 +47,9 @@ impl SelectPoller {
     }
 
     fn registered(&self, fd: usize) -> bool {
-        self.tokens.get(fd).is_some_and(|&token| token != NO_TOKEN)
+        self.registered
+            .get(fd / 64)
+            .is_some_and(|word| word & (1u64 << (fd % 64)) != 0)
     }
 
     fn apply(&mut self, fd: usize, interest: Interest) {
@@ -66,6 +69,7 @@ impl Poller for SelectPoller {
             read_ready: Vec::new(),
             write_ready: Vec::new(),
             tokens: Vec::new(),
+            registered: Vec::new(),
             descriptor_limit: 0,
             counters: PollerCounters::default(),
         })
@@ -77,13 +81,15 @@ impl Poller for SelectPoller {
             return Err(io::Error::from_raw_os_error(libc::EEXIST));
         }
         if slot >= self.tokens.len() {
-            self.tokens.resize(slot + 1, NO_TOKEN);
+            self.tokens.resize(slot + 1, 0);
             let words = (slot / 64) + 1;
             if words > self.read_interest.len() {
                 self.read_interest.resize(words, 0);
                 self.write_interest.resize(words, 0);
+                self.registered.resize(words, 0);
             }
         }
+        set_bit(&mut self.registered, slot, true);
         self.tokens[slot] = token;
         self.apply(slot, interest);
         self.descriptor_limit = self.descriptor_limit.max(slot + 1);
@@ -105,7 +111,7 @@ impl Poller for SelectPoller {
         if !self.registered(slot) {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
         }
-        self.tokens[slot] = NO_TOKEN;
+        set_bit(&mut self.registered, slot, false);
         self.apply(slot, Interest::NONE);
         // Lower the limit past trailing unregistered descriptors: amortised O(1), since
         // each descriptor is stepped over at most once per registration.
@@ -183,5 +189,35 @@ impl Poller for SelectPoller {
 
     fn counters(&self) -> PollerCounters {
         self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the waker's token is `usize::MAX`; it once meant "unregistered" here, so
+    /// deregistering a higher descriptor dropped the waker from the set and SIGTERM was lost.
+    #[test]
+    fn every_token_value_is_usable_and_deregistration_keeps_lower_descriptors() {
+        let (low_reader, mut low_writer) = std::io::pipe().unwrap();
+        let (high_reader, _high_writer) = std::io::pipe().unwrap();
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let mut poller = SelectPoller::new().unwrap();
+        poller
+            .register(low_reader.as_raw_fd(), usize::MAX, Interest::READABLE)
+            .unwrap();
+        poller
+            .register(high_reader.as_raw_fd(), 7, Interest::READABLE)
+            .unwrap();
+        poller.deregister(high_reader.as_raw_fd()).unwrap();
+        low_writer.write_all(b"x").unwrap();
+        let mut events = Vec::new();
+        poller
+            .wait(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].token, usize::MAX);
     }
 }

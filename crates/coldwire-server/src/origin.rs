@@ -61,69 +61,34 @@ impl Responder<'_> {
         let version = request.version();
         let method = request.method();
         let head_only = method == Method::Head;
+        let date = self.date;
+        let fail = |status: Status, driver: &mut D, output: &mut Output| {
+            error_response(status, version, keep_alive, head_only, date, driver, output)
+        };
         if !method.is_get_or_head() {
-            return error_response(
-                Status::METHOD_NOT_ALLOWED,
-                version,
-                keep_alive,
-                head_only,
-                self.date,
-                driver,
-                output,
-            );
+            return fail(Status::METHOD_NOT_ALLOWED, driver, output);
         }
-        let path = match parse_target(method, request.target()) {
-            Ok(Target::Origin { path, .. } | Target::Absolute { path, .. }) => path,
-            Ok(_) => {
-                return error_response(
-                    Status::BAD_REQUEST,
-                    version,
-                    keep_alive,
-                    head_only,
-                    self.date,
-                    driver,
-                    output,
-                );
+        let (path, query) = match parse_target(method, request.target()) {
+            Ok(Target::Origin { path, query } | Target::Absolute { path, query, .. }) => {
+                (path, query)
             }
-            Err(error) => {
-                return error_response(
-                    error.status(),
-                    version,
-                    keep_alive,
-                    head_only,
-                    self.date,
-                    driver,
-                    output,
-                );
-            }
+            Ok(_) => return fail(Status::BAD_REQUEST, driver, output),
+            Err(error) => return fail(error.status(), driver, output),
         };
         if let Err(error) = resolve_path(path, self.path) {
-            return error_response(
-                error.status(),
-                version,
-                keep_alive,
-                head_only,
-                self.date,
-                driver,
-                output,
-            );
+            return fail(error.status(), driver, output);
         }
         let file = match self.files.lookup(self.path, self.now) {
             Ok(file) => file,
             Err(LookupError::Directory) => {
                 return redirect_to_directory(
-                    path, version, keep_alive, head_only, self.date, driver, output,
+                    path, query, version, keep_alive, date, driver, output,
                 );
             }
-            Err(error) => {
-                let status = match error {
-                    LookupError::NotFound => Status::NOT_FOUND,
-                    LookupError::Forbidden => Status::FORBIDDEN,
-                    LookupError::Directory | LookupError::Internal => Status::INTERNAL_SERVER_ERROR,
-                };
-                return error_response(
-                    status, version, keep_alive, head_only, self.date, driver, output,
-                );
+            Err(LookupError::NotFound) => return fail(Status::NOT_FOUND, driver, output),
+            Err(LookupError::Forbidden) => return fail(Status::FORBIDDEN, driver, output),
+            Err(LookupError::Internal) => {
+                return fail(Status::INTERNAL_SERVER_ERROR, driver, output);
             }
         };
         let connection_line = connection_header(version, keep_alive);
@@ -140,15 +105,7 @@ impl Responder<'_> {
                 };
             }
             Precondition::Failed => {
-                return error_response(
-                    Status::PRECONDITION_FAILED,
-                    version,
-                    keep_alive,
-                    head_only,
-                    self.date,
-                    driver,
-                    output,
-                );
+                return fail(Status::PRECONDITION_FAILED, driver, output);
             }
         }
         let (status, start, length) =
@@ -271,9 +228,9 @@ pub fn error_response<D: Driver>(
 
 fn redirect_to_directory<D: Driver>(
     path: &str,
+    query: Option<&str>,
     version: Version,
     keep_alive: bool,
-    head_only: bool,
     date: &[u8; HTTP_DATE_LEN],
     driver: &mut D,
     output: &mut Output,
@@ -282,11 +239,15 @@ fn redirect_to_directory<D: Driver>(
     common_head(out, Status::MOVED_PERMANENTLY, date);
     out.extend_from_slice(b"Location: ");
     out.extend_from_slice(path.as_bytes());
-    out.extend_from_slice(b"/\r\n");
+    out.push(b'/');
+    if let Some(query) = query {
+        out.push(b'?');
+        out.extend_from_slice(query.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
     write_content_length(out, 0);
     out.extend_from_slice(connection_header(version, keep_alive));
     finish(out);
-    let _ = head_only;
     Answer {
         status: 301,
         body_bytes: 0,

@@ -249,9 +249,15 @@ impl<D: Driver> Worker<D> {
                     input.compact();
                 }
                 if input.remaining_capacity() < arrived.len() {
-                    // More than a whole buffer of head without its end: over the limit.
-                    self.driver.recycle(buffer);
-                    return self.reject(session, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
+                    // Pipelined requests straddle receive buffers. What is left over is
+                    // one partial head (complete ones were answered before the receive
+                    // was armed), no longer than the head limit, so this larger buffer is
+                    // bounded by the limit plus one receive buffer.
+                    let mut larger = Buffer::new(input.filled_len() + arrived.len());
+                    larger.spare_mut()[..input.filled_len()].copy_from_slice(input.filled());
+                    larger.advance_filled(input.filled_len());
+                    let previous = std::mem::replace(input, larger);
+                    self.driver.recycle(previous);
                 }
                 input.spare_mut()[..arrived.len()].copy_from_slice(arrived);
                 input.advance_filled(arrived.len());
@@ -260,6 +266,9 @@ impl<D: Driver> Worker<D> {
                 let may_complete = arrived.contains(&b'\n');
                 self.driver.recycle(buffer);
                 if !may_complete && session.phase == Phase::Head {
+                    if input.filled_len() > self.config.limits.max_head_bytes {
+                        return self.reject(session, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
+                    }
                     self.driver.recv(session.id);
                     return Step::Keep;
                 }
