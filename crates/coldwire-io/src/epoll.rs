@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use crate::poller::{Event, Interest, Poller, PollerCounters, timeout_millis};
+use crate::poller::{Event, Interest, Poller, PollerCounters, timeout_millis, wait_result};
 
 /// How many events one `epoll_wait` can return; more ready descriptors wait for the next
 /// call (they stay on the kernel's ready list, nothing is lost).
@@ -101,14 +101,7 @@ impl Poller for EpollPoller {
                 timeout_millis(timeout),
             )
         };
-        if count < 0 {
-            let error = io::Error::last_os_error();
-            return if error.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(error)
-            };
-        }
+        let count = wait_result(count)?;
         // SAFETY: the kernel initialised the first `count` (<= capacity) entries.
         unsafe { self.ready.set_len(count as usize) };
         let hangup = (libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32;

@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::poller::{Event, Interest, Poller, PollerCounters, timeout_millis};
+use crate::poller::{Event, Interest, Poller, PollerCounters, timeout_millis, wait_result};
 
 const ABSENT: u32 = u32::MAX;
 
@@ -117,14 +117,7 @@ impl Poller for PollPoller {
                 timeout_millis(timeout),
             )
         };
-        if count < 0 {
-            let error = io::Error::last_os_error();
-            return if error.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(error)
-            };
-        }
+        let count = wait_result(count)?;
         let mut remaining = count as usize;
         let hangup = libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP | libc::POLLNVAL;
         for (entry, &token) in self.descriptors.iter().zip(&self.tokens) {

@@ -129,6 +129,20 @@ pub(crate) fn timeout_millis(timeout: Option<Duration>) -> i32 {
     }
 }
 
+/// Interprets the return value of a wait system call: the number of ready descriptors, or
+/// zero for an interrupted wait (`EINTR` is not an error for an event loop).
+pub(crate) fn wait_result(count: i32) -> io::Result<usize> {
+    if count >= 0 {
+        return Ok(count as usize);
+    }
+    let error = io::Error::last_os_error();
+    if error.kind() == io::ErrorKind::Interrupted {
+        Ok(0)
+    } else {
+        Err(error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

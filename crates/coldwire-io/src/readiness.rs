@@ -87,6 +87,21 @@ pub struct ReadinessDriver<P: Poller> {
     now: Instant,
 }
 
+/// The connection `id` names, if it is still the slot's current occupant.
+fn current(connections: &mut SlotTable<Connection>, id: ConnectionId) -> Option<&mut Connection> {
+    connections
+        .get_mut(id.index())
+        .filter(|connection| connection.generation == id.generation)
+}
+
+/// Keeps an output vector for reuse, within the pool's bounds.
+fn pool_vec(pool: &mut Vec<Vec<u8>>, mut bytes: Vec<u8>) {
+    if bytes.capacity() <= MAX_POOLED_VEC && pool.len() < MAX_POOLED {
+        bytes.clear();
+        pool.push(bytes);
+    }
+}
+
 fn is_descriptor_exhaustion(error: &io::Error) -> bool {
     matches!(
         error.raw_os_error(),
@@ -124,9 +139,7 @@ impl<P: Poller> ReadinessDriver<P> {
     }
 
     fn connection_mut(&mut self, id: ConnectionId) -> Option<&mut Connection> {
-        self.connections
-            .get_mut(id.index())
-            .filter(|connection| connection.generation == id.generation)
+        current(&mut self.connections, id)
     }
 
     fn is_current(&self, id: ConnectionId) -> bool {
@@ -198,12 +211,8 @@ impl<P: Poller> ReadinessDriver<P> {
     }
 
     fn recycle_chunk(&mut self, chunk: Chunk) {
-        if let Chunk::Owned(mut bytes) = chunk
-            && bytes.capacity() <= MAX_POOLED_VEC
-            && self.vec_pool.len() < MAX_POOLED
-        {
-            bytes.clear();
-            self.vec_pool.push(bytes);
+        if let Chunk::Owned(bytes) = chunk {
+            pool_vec(&mut self.vec_pool, bytes);
         }
     }
 
@@ -295,13 +304,8 @@ impl<P: Poller> ReadinessDriver<P> {
             }
             written -= left;
             connection.front_progress = 0;
-            let done = connection.output.pop_front().expect("front exists");
-            if let Chunk::Owned(mut bytes) = done
-                && bytes.capacity() <= MAX_POOLED_VEC
-                && self.vec_pool.len() < MAX_POOLED
-            {
-                bytes.clear();
-                self.vec_pool.push(bytes);
+            if let Some(Chunk::Owned(bytes)) = connection.output.pop_front() {
+                pool_vec(&mut self.vec_pool, bytes);
             }
         }
         // Skip over empty chunks so an empty queue really is empty.
@@ -564,11 +568,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
             return;
         }
         let pooled = &mut self.queue_pool;
-        let Some(connection) = self
-            .connections
-            .get_mut(id.index())
-            .filter(|c| c.generation == id.generation)
-        else {
+        let Some(connection) = current(&mut self.connections, id) else {
             return;
         };
         if connection.output.capacity() == 0
@@ -660,11 +660,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     }
 
     fn set_timer(&mut self, id: ConnectionId, deadline: Instant) {
-        let Some(connection) = self
-            .connections
-            .get_mut(id.index())
-            .filter(|c| c.generation == id.generation)
-        else {
+        let Some(connection) = current(&mut self.connections, id) else {
             return;
         };
         if let Some(timer) = connection.timer
@@ -676,11 +672,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     }
 
     fn cancel_timer(&mut self, id: ConnectionId) {
-        let Some(connection) = self
-            .connections
-            .get_mut(id.index())
-            .filter(|c| c.generation == id.generation)
-        else {
+        let Some(connection) = current(&mut self.connections, id) else {
             return;
         };
         if let Some(timer) = connection.timer.take() {

@@ -14,7 +14,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::poller::{Event, Interest, Poller, PollerCounters};
+use crate::poller::{Event, Interest, Poller, PollerCounters, wait_result};
 
 /// The select backend (level-triggered, unbounded descriptor numbers).
 pub struct SelectPoller {
@@ -159,14 +159,7 @@ impl Poller for SelectPoller {
                 time_pointer,
             )
         };
-        if count < 0 {
-            let error = io::Error::last_os_error();
-            return if error.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(error)
-            };
-        }
+        let count = wait_result(count)?;
         if count == 0 {
             return Ok(());
         }
