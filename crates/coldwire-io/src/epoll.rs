@@ -103,7 +103,7 @@ impl Poller for EpollPoller {
         };
         let count = wait_result(count)?;
         // SAFETY: the kernel initialised the first `count` (<= capacity) entries.
-        unsafe { self.ready.set_len(count as usize) };
+        unsafe { self.ready.set_len(count) };
         let hangup = (libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) as u32;
         for ready in &self.ready {
             let flags = ready.events;

@@ -118,7 +118,7 @@ impl Poller for PollPoller {
             )
         };
         let count = wait_result(count)?;
-        let mut remaining = count as usize;
+        let mut remaining = count;
         let hangup = libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP | libc::POLLNVAL;
         for (entry, &token) in self.descriptors.iter().zip(&self.tokens) {
             if remaining == 0 {
