@@ -50,6 +50,8 @@ macro_rules! backend_tests {
             sigterm_stops_the_server_after_its_last_connection_closed,
             garbage_request_line_gets_400_and_others_are_still_served,
             content_length_with_transfer_encoding_gets_400,
+            running_out_of_descriptors_pauses_accepting_without_spinning,
+            connection_limit_defers_new_connections_until_one_closes,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -862,4 +864,87 @@ fn content_length_with_transfer_encoding_gets_400(backend: &str) {
     assert_eq!(response.status, 400, "{}", response.status_line);
     let after = exchange(&server, &get_request("/index.html"));
     assert_eq!(after.status, 200);
+}
+
+// ---------------------------------------------------------------------------------------
+// Descriptor exhaustion and the connection limit
+
+/// With only 48 descriptors (about 37 left for connections) the server runs out
+/// (`EMFILE`) long before the 60 clients are in: it must pause accepting instead of spinning on the listener, keep serving the
+/// connections it has, and take the waiting ones once descriptors free up.
+fn running_out_of_descriptors_pauses_accepting_without_spinning(backend: &str) {
+    let root = DocumentRoot::new();
+    let server = ServerOptions::new(backend, &root)
+        .admin()
+        .open_files_limit(48)
+        .start();
+    // Warm the file cache first: once descriptors run out, files cannot be opened.
+    let warm = exchange(&server, &get_request("/small.txt"));
+    assert_eq!(warm.status, 200);
+    let before = server.stats();
+    let mut clients: Vec<TcpStream> = (0..60).map(|_| server.connect()).collect();
+    // Well past the point of exhaustion: several 100 ms pauses go by.
+    std::thread::sleep(Duration::from_millis(600));
+    let first = &mut clients[0];
+    first
+        .write_all(&get_request("/small.txt"))
+        .expect("request on an accepted connection");
+    let mut reader = BufReader::new(first.try_clone().expect("clone"));
+    let response = read_response(&mut reader, false).expect("served while out of descriptors");
+    assert_eq!(response.status, 200);
+    // Free descriptors: the last client, still in the listen queue, gets accepted and served.
+    clients.drain(1..40);
+    let last = clients.last_mut().expect("the last client");
+    last.set_read_timeout(Some(support::READ_TIMEOUT))
+        .expect("timeout");
+    last.write_all(&get_request("/small.txt"))
+        .expect("request from a queued client");
+    let mut reader = BufReader::new(last.try_clone().expect("clone"));
+    let response =
+        read_response(&mut reader, false).expect("queued client served after descriptors freed");
+    assert_eq!(response.status, 200);
+    drop(clients);
+    let after = server.wait_for_total("loop", "accept_pauses", Duration::from_secs(5), |n| n >= 1);
+    assert!(after >= 1, "accepting paused at least once");
+    let stats = server.stats();
+    let waits = counter(&stats, "loop", "wait_calls") - counter(&before, "loop", "wait_calls");
+    assert!(
+        waits < 2_000,
+        "{waits} waits while descriptors were exhausted: the loop is spinning"
+    );
+}
+
+/// At `--max-connections 2` a third client waits in the listen queue until one of the
+/// first two closes, then is served.
+fn connection_limit_defers_new_connections_until_one_closes(backend: &str) {
+    let root = DocumentRoot::new();
+    let server = ServerOptions::new(backend, &root)
+        .admin()
+        .flag("--max-connections", "2")
+        .start();
+    let first = server.connect();
+    let second = server.connect();
+    server.wait_for_total("loop", "accepted", Duration::from_secs(5), |n| n >= 2);
+    let mut third = server.connect();
+    third
+        .write_all(&get_request("/small.txt"))
+        .expect("request from the third client");
+    third
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut byte = [0u8; 1];
+    let early = third.read(&mut byte);
+    assert!(
+        matches!(&early, Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "the third client must wait while two are open, got {early:?}"
+    );
+    assert_eq!(server.total("loop", "open_connections"), 2);
+    drop(first);
+    third
+        .set_read_timeout(Some(support::READ_TIMEOUT))
+        .expect("timeout");
+    let mut reader = BufReader::new(third.try_clone().expect("clone"));
+    let response = read_response(&mut reader, false).expect("third client served after a close");
+    assert_eq!(response.status, 200);
+    drop(second);
 }

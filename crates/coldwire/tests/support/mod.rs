@@ -173,6 +173,7 @@ pub struct ServerOptions<'a> {
     root: PathBuf,
     admin: bool,
     extra: Vec<String>,
+    open_files: Option<u64>,
 }
 
 impl<'a> ServerOptions<'a> {
@@ -183,7 +184,15 @@ impl<'a> ServerOptions<'a> {
             root: root.root(),
             admin: false,
             extra: Vec::new(),
+            open_files: None,
         }
+    }
+
+    /// Runs the server under `prlimit --nofile=N:N` (soft and hard), so it runs out of
+    /// descriptors early.
+    pub fn open_files_limit(mut self, limit: u64) -> Self {
+        self.open_files = Some(limit);
+        self
     }
 
     /// Also `--admin 127.0.0.1:0`.
@@ -202,7 +211,19 @@ impl<'a> ServerOptions<'a> {
 
     /// Starts the binary and waits for the address lines it prints.
     pub fn start(self) -> Server {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_coldwire"));
+        let binary = env!("CARGO_BIN_EXE_coldwire");
+        let mut command = match self.open_files {
+            // prlimit execs the binary, so the child's pid is the server's.
+            Some(limit) => {
+                let mut command = Command::new("prlimit");
+                command
+                    .arg(format!("--nofile={limit}:{limit}"))
+                    .arg("--")
+                    .arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
         command
             .arg("serve")
             .arg("--root")
