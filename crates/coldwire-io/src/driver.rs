@@ -215,6 +215,12 @@ pub trait Driver {
     /// Bytes queued and not yet written.
     fn queued_bytes(&self, connection: ConnectionId) -> u64;
 
+    /// Bytes not yet received by the peer: queued here plus written but unacknowledged in
+    /// the kernel. One `ioctl`; meant for rare checks such as a stalled-write timeout, where
+    /// the user-space queue alone would not move while a multi-megabyte kernel buffer
+    /// drains to a slow reader.
+    fn unsent_bytes(&self, connection: ConnectionId) -> u64;
+
     /// Sends FIN after the queued output (lingering close); receiving still works.
     fn shutdown_write(&mut self, connection: ConnectionId);
 

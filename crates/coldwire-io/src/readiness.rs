@@ -619,6 +619,16 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
             })
     }
 
+    fn unsent_bytes(&self, id: ConnectionId) -> u64 {
+        let kernel = self
+            .connections
+            .get(id.index())
+            .filter(|connection| connection.generation == id.generation)
+            .and_then(|connection| sys::unacknowledged_bytes(connection.fd).ok())
+            .unwrap_or(0);
+        self.queued_bytes(id) + kernel
+    }
+
     fn shutdown_write(&mut self, id: ConnectionId) {
         let Some(connection) = self.connection_mut(id) else {
             return;

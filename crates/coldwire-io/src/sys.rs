@@ -108,6 +108,15 @@ pub fn sendfile(fd: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::R
     Ok(sent)
 }
 
+/// Bytes written to a TCP socket that the peer has not acknowledged yet (`SIOCOUTQ`): what
+/// still sits in the kernel's send queue.
+pub fn unacknowledged_bytes(fd: RawFd) -> io::Result<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (= SIOCOUTQ) writes one int through the valid pointer we pass.
+    check(unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) } as isize)?;
+    Ok(queued.max(0) as u64)
+}
+
 /// Closes a descriptor we own. Errors from close are not actionable (the descriptor is gone
 /// either way), so they are ignored.
 pub fn close(fd: RawFd) {

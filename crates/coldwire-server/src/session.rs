@@ -19,7 +19,8 @@ pub enum Phase {
     Idle,
     /// Part of a request head has arrived (whole-head deadline).
     Head,
-    /// Output waits for the client to read (stalled-write timeout).
+    /// Output waits for the client to read (stalled-write timeout: no byte acknowledged by
+    /// the client for that long).
     Writing,
     /// Output done, write side shut; draining the client's leftovers before closing.
     Lingering,
@@ -53,7 +54,8 @@ pub struct Session {
     pub due: Instant,
     /// What the driver's timer is set to, if anything.
     pub armed: Option<Instant>,
-    /// Queued bytes when the write deadline was last armed (progress detection).
+    /// Bytes not yet received by the client when the write deadline was last armed: the
+    /// deadline passes only if none of them left since (progress detection).
     pub progress_mark: u64,
 }
 

@@ -404,7 +404,7 @@ impl<D: Driver> Worker<D> {
             Flush::Done => self.after_output(session),
             Flush::Pending => {
                 session.enter(&mut self.driver, Phase::Writing);
-                session.progress_mark = self.driver.queued_bytes(session.id);
+                session.progress_mark = self.driver.unsent_bytes(session.id);
                 let due = self.driver.now() + self.config.write_timeout;
                 session.set_deadline(&mut self.driver, due);
                 Step::Keep
@@ -469,9 +469,9 @@ impl<D: Driver> Worker<D> {
                 Step::Close
             }
             Phase::Writing => {
-                let queued = self.driver.queued_bytes(session.id);
-                if queued < session.progress_mark {
-                    session.progress_mark = queued;
+                let unsent = self.driver.unsent_bytes(session.id);
+                if unsent < session.progress_mark {
+                    session.progress_mark = unsent;
                     session.set_deadline(&mut self.driver, now + self.config.write_timeout);
                     Step::Keep
                 } else {

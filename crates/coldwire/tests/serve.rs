@@ -52,6 +52,7 @@ macro_rules! backend_tests {
             content_length_with_transfer_encoding_gets_400,
             running_out_of_descriptors_pauses_accepting_without_spinning,
             connection_limit_defers_new_connections_until_one_closes,
+            stalled_reader_is_dropped_after_the_write_timeout_but_a_slow_one_is_not,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -947,4 +948,60 @@ fn connection_limit_defers_new_connections_until_one_closes(backend: &str) {
     let response = read_response(&mut reader, false).expect("third client served after a close");
     assert_eq!(response.status, 200);
     drop(second);
+}
+
+/// `--write-timeout 1`: a client that stops reading an 8 MiB response is dropped after
+/// about a second without progress, while one that reads slowly but steadily (a little
+/// every 400 ms, each read freeing room for more) keeps its connection past the timeout.
+fn stalled_reader_is_dropped_after_the_write_timeout_but_a_slow_one_is_not(backend: &str) {
+    use socket2::{Domain, Socket, Type};
+    let root = DocumentRoot::new();
+    let huge = support::pseudo_random_bytes(8 * 1024 * 1024, 0x5ee0_0001);
+    std::fs::write(root.root().join("huge.bin"), &huge).expect("writing huge.bin");
+    let server = ServerOptions::new(backend, &root)
+        .admin()
+        .flag("--write-timeout", "1")
+        .start();
+    let small_window = || {
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+        socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+        socket.connect(&server.addr.into()).expect("connect");
+        let mut stream: TcpStream = socket.into();
+        stream
+            .write_all(&get_request("/huge.bin"))
+            .expect("request");
+        stream
+            .set_read_timeout(Some(support::READ_TIMEOUT))
+            .expect("timeout");
+        stream
+    };
+    let mut stalled = small_window();
+    let mut slow = small_window();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let started = Instant::now();
+    let mut slow_received = 0usize;
+    while started.elapsed() < Duration::from_millis(2_800) {
+        thread::sleep(Duration::from_millis(400));
+        let count = slow
+            .read(&mut chunk)
+            .expect("the slow reader keeps receiving");
+        assert!(count > 0, "the slow reader's connection was closed");
+        slow_received += count;
+    }
+    assert!(
+        slow_received < huge.len(),
+        "the slow reader must not have finished"
+    );
+    assert_eq!(
+        server.total("http", "write_timeouts"),
+        1,
+        "exactly the stalled reader timed out"
+    );
+    // The stalled client finds its connection closed (end of stream or reset) after the
+    // bytes already in flight, well before the whole body: a read timeout would fail here.
+    let (rest, _) = read_until_closed(&mut stalled).expect("the stalled connection is closed");
+    assert!(
+        rest.len() < huge.len(),
+        "the stalled reader did not get the whole body"
+    );
 }
