@@ -11,6 +11,8 @@ use crate::poller::PollerCounters;
 pub struct LoopCounters {
     /// `accept4` calls, including the final one that returned `EAGAIN`.
     pub accept_calls: u64,
+    /// `connect` calls (outgoing connections).
+    pub connect_calls: u64,
     /// `recv`/`read` calls on connections.
     pub recv_calls: u64,
     /// `sendmsg` calls (memory bodies and heads, gathered).
@@ -56,6 +58,7 @@ impl LoopCounters {
     /// Every system call this loop made, all kinds together.
     pub fn syscalls(&self) -> u64 {
         self.accept_calls
+            + self.connect_calls
             + self.recv_calls
             + self.send_calls
             + self.sendfile_calls
@@ -76,6 +79,7 @@ impl LoopCounters {
     pub fn add(&mut self, other: &LoopCounters) {
         let LoopCounters {
             accept_calls,
+            connect_calls,
             recv_calls,
             send_calls,
             sendfile_calls,
@@ -96,6 +100,7 @@ impl LoopCounters {
             buffers_in_use,
         } = *other;
         self.accept_calls += accept_calls;
+        self.connect_calls += connect_calls;
         self.recv_calls += recv_calls;
         self.send_calls += send_calls;
         self.sendfile_calls += sendfile_calls;

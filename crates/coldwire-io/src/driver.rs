@@ -108,6 +108,12 @@ pub enum Completion {
         /// The client's address.
         peer: SocketAddr,
     },
+    /// An outgoing connection from [`Driver::connect`] is established; its receive is not
+    /// armed yet. (A failed connect is reported as `Failed`.)
+    Connected {
+        /// The connection.
+        connection: ConnectionId,
+    },
     /// Data arrived for an armed receive.
     Received {
         /// The connection.
@@ -146,6 +152,7 @@ impl Completion {
     pub fn connection(&self) -> Option<ConnectionId> {
         match self {
             Completion::Accepted { connection, .. }
+            | Completion::Connected { connection }
             | Completion::Received { connection, .. }
             | Completion::PeerClosed { connection }
             | Completion::Sent { connection }
@@ -199,6 +206,12 @@ pub trait Driver {
 
     /// Starts accepting on a listening socket (made non-blocking here).
     fn listen(&mut self, listener: TcpListener) -> io::Result<ListenerId>;
+
+    /// Starts a non-blocking connection to `address` (TCP_NODELAY set). The id is valid at
+    /// once: output may be queued before `Connected` arrives and is written after it. Fails
+    /// at once only for local errors (no descriptors); refusals and timeouts come as
+    /// `Failed`. Counts towards the connection limit.
+    fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId>;
 
     /// Stops accepting on a listener and closes it (graceful shutdown).
     fn close_listener(&mut self, listener: ListenerId);

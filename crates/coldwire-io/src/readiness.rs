@@ -46,6 +46,7 @@ const RECV_ARMED: u8 = 1;
 const MAY_READ: u8 = 2;
 const MAY_WRITE: u8 = 4;
 const WRITE_WAITING: u8 = 8;
+const CONNECTING: u8 = 16;
 
 struct Connection {
     fd: RawFd,
@@ -158,7 +159,7 @@ impl<P: Poller> ReadinessDriver<P> {
         };
         let wanted = Interest {
             readable: connection.flags & RECV_ARMED != 0,
-            writable: connection.flags & WRITE_WAITING != 0,
+            writable: connection.flags & (WRITE_WAITING | CONNECTING) != 0,
         };
         if wanted != connection.interest {
             connection.interest = wanted;
@@ -365,6 +366,23 @@ impl<P: Poller> ReadinessDriver<P> {
             slot: event.token as u32,
             generation: connection.generation,
         };
+        if connection.flags & CONNECTING != 0 {
+            connection.flags &= !CONNECTING;
+            match sys::take_socket_error(connection.fd) {
+                Ok(None) => self
+                    .completions
+                    .push_back(Completion::Connected { connection: id }),
+                Ok(Some(error)) | Err(error) => {
+                    connection.flags &= !(RECV_ARMED | WRITE_WAITING);
+                    self.completions.push_back(Completion::Failed {
+                        connection: id,
+                        error,
+                    });
+                    self.update_interest(id);
+                    return;
+                }
+            }
+        }
         if event.readable {
             connection.flags |= MAY_READ;
         }
@@ -447,12 +465,18 @@ impl<P: Poller> ReadinessDriver<P> {
         self.listeners_ready.push(index as u32);
     }
 
-    fn adopt(&mut self, listener: usize, fd: RawFd, peer: std::net::SocketAddr) {
+    /// Puts a new connected or connecting socket in the slot table and the poller.
+    fn open_connection(
+        &mut self,
+        fd: RawFd,
+        flags: u8,
+        interest: Interest,
+    ) -> io::Result<ConnectionId> {
         let slot = self.connections.insert(Connection {
             fd,
             generation: 0,
-            flags: MAY_READ | MAY_WRITE,
-            interest: Interest::NONE,
+            flags,
+            interest,
             timer: None,
             output: VecDeque::new(),
             front_progress: 0,
@@ -462,26 +486,32 @@ impl<P: Poller> ReadinessDriver<P> {
         }
         let generation = self.generations[slot];
         self.generations[slot] = generation.wrapping_add(1);
+        if let Err(error) = self.poller.register(fd, slot, interest) {
+            self.connections.remove(slot);
+            self.counters.close_calls += 1;
+            sys::close(fd);
+            return Err(error);
+        }
+        if let Some(connection) = self.connections.get_mut(slot) {
+            connection.generation = generation;
+        }
+        self.counters.open_connections += 1;
+        Ok(ConnectionId {
+            slot: slot as u32,
+            generation,
+        })
+    }
+
+    fn adopt(&mut self, listener: usize, fd: RawFd, peer: std::net::SocketAddr) {
         let interest = if P::EDGE_TRIGGERED {
             Interest::BOTH
         } else {
             Interest::NONE
         };
-        if self.poller.register(fd, slot, interest).is_err() {
-            self.connections.remove(slot);
-            self.counters.close_calls += 1;
-            sys::close(fd);
+        let Ok(connection) = self.open_connection(fd, MAY_READ | MAY_WRITE, interest) else {
             return;
-        }
-        if let Some(connection) = self.connections.get_mut(slot) {
-            connection.generation = generation;
-        }
-        self.counters.accepted += 1;
-        self.counters.open_connections += 1;
-        let connection = ConnectionId {
-            slot: slot as u32,
-            generation,
         };
+        self.counters.accepted += 1;
         self.completions.push_back(Completion::Accepted {
             listener: ListenerId(listener as u32),
             connection,
@@ -534,6 +564,30 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         // report them).
         self.listeners_ready.push(index as u32);
         Ok(ListenerId(index as u32))
+    }
+
+    fn connect(&mut self, address: std::net::SocketAddr) -> io::Result<ConnectionId> {
+        if self.connections.len() >= self.config.max_connections {
+            return Err(io::Error::other(
+                "connection limit reached (DriverConfig::max_connections)",
+            ));
+        }
+        self.counters.connect_calls += 1;
+        let (fd, established) = sys::connect(address)?;
+        let (flags, interest) = match (established, P::EDGE_TRIGGERED) {
+            (_, true) => (
+                if established { MAY_WRITE } else { CONNECTING },
+                Interest::BOTH,
+            ),
+            (true, false) => (MAY_WRITE, Interest::NONE),
+            (false, false) => (CONNECTING, Interest::WRITABLE),
+        };
+        let id = self.open_connection(fd, flags, interest)?;
+        if established {
+            self.completions
+                .push_back(Completion::Connected { connection: id });
+        }
+        Ok(id)
     }
 
     fn close_listener(&mut self, listener: ListenerId) {

@@ -72,6 +72,42 @@ pub fn accept(listener: RawFd) -> io::Result<(RawFd, SocketAddr)> {
     Ok((fd as RawFd, socket_address(&storage)))
 }
 
+/// Starts a non-blocking TCP connection (close-on-exec, `TCP_NODELAY`). Returns the
+/// descriptor and whether the connection is already established (loopback often is).
+pub fn connect(address: std::net::SocketAddr) -> io::Result<(RawFd, bool)> {
+    use std::os::fd::IntoRawFd;
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(address),
+        socket2::Type::STREAM.nonblocking().cloexec(),
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_tcp_nodelay(true)?;
+    let established = match socket.connect(&address.into()) {
+        Ok(()) => true,
+        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => false,
+        Err(error) => return Err(error),
+    };
+    Ok((socket.into_raw_fd(), established))
+}
+
+/// The pending error of a socket (`SO_ERROR`), which also clears it: how a non-blocking
+/// connect reports its outcome.
+pub fn take_socket_error(fd: RawFd) -> io::Result<Option<io::Error>> {
+    let mut error: libc::c_int = 0;
+    let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `error` and `length` are valid out-pointers for an int-sized option.
+    check(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut error as *mut libc::c_int).cast(),
+            &mut length,
+        )
+    } as isize)?;
+    Ok((error != 0).then(|| io::Error::from_raw_os_error(error)))
+}
+
 /// Receives into `buffer`; `Ok(0)` is end of stream.
 pub fn recv(fd: RawFd, buffer: &mut [u8]) -> io::Result<usize> {
     retry_interrupted(|| {

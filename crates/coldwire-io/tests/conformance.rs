@@ -318,6 +318,65 @@ fn stale_completions_never_reach_a_reused_slot<P: Poller>() {
     );
 }
 
+/// Outgoing connections: output queued before the connection is up is written once it
+/// is; a refused connection is reported as a failure, not a hang.
+fn connects_sends_before_established_and_reports_refusal<P: Poller>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<P>();
+    let id = driver.connect(address).unwrap();
+    let mut request = driver.take_vec();
+    request.extend_from_slice(b"ping");
+    driver.send(id, Chunk::Owned(request));
+    let flushed = driver.flush(id);
+    let (mut server_side, _) = listener.accept().unwrap();
+    let mut connected = false;
+    if matches!(flushed, Flush::Pending) {
+        run_until(&mut driver, |_, completion| match completion {
+            Completion::Connected { connection } => {
+                assert_eq!(connection, id);
+                connected = true;
+                false
+            }
+            Completion::Sent { connection } => connection == id,
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    let mut ping = [0u8; 4];
+    server_side.read_exact(&mut ping).unwrap();
+    assert_eq!(&ping, b"ping");
+    server_side.write_all(b"pong").unwrap();
+    let mut reply = Vec::new();
+    driver.recv(id);
+    run_until(&mut driver, |driver, completion| match completion {
+        Completion::Connected { .. } => {
+            connected = true;
+            false
+        }
+        Completion::Received { connection, buffer } if connection == id => {
+            reply.extend_from_slice(buffer.filled());
+            driver.recycle(buffer);
+            true
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    assert!(connected, "Connected is reported once");
+    assert_eq!(reply, b"pong");
+    assert_eq!(driver.counters().connect_calls, 1);
+    driver.close(id);
+
+    drop(listener);
+    let refused = driver.connect(address).unwrap();
+    driver.recv(refused);
+    run_until(&mut driver, |_, completion| match completion {
+        Completion::Failed { connection, error } if connection == refused => {
+            assert_eq!(error.raw_os_error(), Some(libc::ECONNREFUSED));
+            true
+        }
+        Completion::Connected { .. } => panic!("nothing listens there"),
+        _ => false,
+    });
+}
+
 fn raise_open_files_limit() -> u64 {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -395,6 +454,7 @@ macro_rules! conformance {
             #[test] fn idle_connections_hold_no_buffer_and_slots_are_reused() { super::idle_connections_hold_no_buffer_and_slots_are_reused::<$poller>() }
             #[test] fn stale_completions_never_reach_a_reused_slot() { super::stale_completions_never_reach_a_reused_slot::<$poller>() }
             #[test] fn high_descriptors_among_many_idle_ones() { super::high_descriptors_among_many_idle_ones::<$poller>() }
+            #[test] fn connects_sends_before_established_and_reports_refusal() { super::connects_sends_before_established_and_reports_refusal::<$poller>() }
         }
     )*};
 }

@@ -227,6 +227,8 @@ impl<D: Driver> Worker<D> {
                 let step = self.on_timer(&mut session);
                 self.put_back(session, step);
             }
+            // The origin server opens no outgoing connections.
+            Completion::Connected { .. } => {}
             Completion::Woken => {
                 if self.stop.load(Ordering::Relaxed) && self.drain_deadline.is_none() {
                     self.start_draining();
