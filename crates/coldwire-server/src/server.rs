@@ -220,6 +220,10 @@ impl RunningServer {
         }
         self.stop.store(true, Ordering::SeqCst);
         if let Some(admin) = self.admin {
+            // Unblock its accept; it sees `stop` and returns.
+            if let Some(address) = self.admin_addr {
+                let _ = std::net::TcpStream::connect(address);
+            }
             let _ = admin.join();
         }
         result
