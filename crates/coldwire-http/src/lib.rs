@@ -37,6 +37,7 @@ pub mod prebuilt;
 pub mod range;
 pub mod request;
 pub mod response;
+pub mod response_parse;
 pub mod status;
 pub mod target;
 pub mod version;
@@ -68,6 +69,7 @@ pub use request::{Headers, Parsed, RequestHead, parse_request};
 pub use response::{
     connection_header, finish, write_content_length, write_date, write_header, write_status_line,
 };
+pub use response_parse::{ResponseFraming, ResponseHead, parse_response_head};
 pub use status::Status;
 pub use target::{Target, parse_target, split_target};
 pub use version::Version;
