@@ -1,0 +1,389 @@
+//! What a shared cache may store ([`storability`], RFC 9111 §3), for how long a stored
+//! response is fresh ([`Freshness`], §4.2.1–4.2.2) and how old it is ([`current_age`],
+//! §4.2.3).
+//!
+//! Invariants: every time is passed in by the caller; clock skew never makes an age
+//! negative (ages saturate at 0); the heuristic lifetime (10 % of the time since
+//! `Last-Modified`, at most one day) applies only to statuses that are heuristically
+//! cacheable and only when the response has no explicit expiration.
+
+use std::time::{Duration, SystemTime};
+
+use coldwire_http::parse_http_date;
+
+use crate::cache_control::CacheControl;
+use crate::fields::Fields;
+
+/// Upper bound of a heuristic freshness lifetime.
+pub const HEURISTIC_MAX: Duration = Duration::from_secs(24 * 3600);
+
+/// Status codes defined as heuristically cacheable (RFC 9110 §15.1), minus 206: partial
+/// content is never stored here.
+const HEURISTICALLY_CACHEABLE: [u16; 11] = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501];
+
+/// Whether a response may be stored, and if not, why (for `Cache-Status` details and tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storability {
+    /// It may be stored.
+    Store,
+    /// It must not be stored, for the reason given.
+    No(&'static str),
+}
+
+/// RFC 9111 §3 for a shared cache: may the response to this request be stored?
+///
+/// `method` is the request method, `request` the request's `Cache-Control`,
+/// `request_has_authorization` whether it carried `Authorization`.
+pub fn storability(
+    method: &str,
+    request: &CacheControl,
+    request_has_authorization: bool,
+    status: u16,
+    response: &Fields,
+) -> Storability {
+    if method != "GET" {
+        return Storability::No("method");
+    }
+    let directives = CacheControl::parse(response.values("cache-control"));
+    if request.no_store || directives.no_store {
+        return Storability::No("no-store");
+    }
+    if directives.private {
+        return Storability::No("private");
+    }
+    if request_has_authorization
+        && !(directives.public || directives.s_maxage.is_some() || directives.must_revalidate)
+    {
+        return Storability::No("authorization");
+    }
+    if response.list_members("vary").any(|member| member == b"*") {
+        return Storability::No("vary-star");
+    }
+    let explicit = directives.public
+        || directives.max_age.is_some()
+        || directives.s_maxage.is_some()
+        || response.get("expires").is_some();
+    let known = HEURISTICALLY_CACHEABLE.contains(&status) || matches!(status, 302 | 307);
+    if !known || !(explicit || HEURISTICALLY_CACHEABLE.contains(&status)) {
+        return Storability::No("status");
+    }
+    Storability::Store
+}
+
+/// The freshness facts of a stored response, computed once when it is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Freshness {
+    /// How long the response is fresh for, counted from its corrected initial age of 0.
+    pub lifetime: Duration,
+    /// The lifetime came from the `Last-Modified` heuristic.
+    pub heuristic: bool,
+    /// `no-cache`: every use must be revalidated first.
+    pub no_cache: bool,
+    /// `must-revalidate` / `proxy-revalidate` / `s-maxage`: never serve it stale.
+    pub must_revalidate: bool,
+}
+
+impl Freshness {
+    /// Freshness of a response with `status` and fields, received at `response_time`.
+    pub fn of(status: u16, response: &Fields, response_time: SystemTime) -> Freshness {
+        let directives = CacheControl::parse(response.values("cache-control"));
+        let date = response
+            .get("date")
+            .and_then(parse_http_date)
+            .unwrap_or(response_time);
+        let mut heuristic = false;
+        let lifetime = if let Some(seconds) = directives.s_maxage.or(directives.max_age) {
+            Duration::from_secs(seconds)
+        } else if let Some(expires) = response.get("expires") {
+            // An invalid Expires (e.g. "0") means already expired (RFC 9111 §5.3).
+            parse_http_date(expires)
+                .and_then(|expires| expires.duration_since(date).ok())
+                .unwrap_or(Duration::ZERO)
+        } else if HEURISTICALLY_CACHEABLE.contains(&status)
+            && let Some(modified) = response.get("last-modified").and_then(parse_http_date)
+        {
+            heuristic = true;
+            (date.duration_since(modified).unwrap_or(Duration::ZERO) / 10).min(HEURISTIC_MAX)
+        } else {
+            Duration::ZERO
+        };
+        Freshness {
+            lifetime,
+            heuristic,
+            no_cache: directives.no_cache,
+            must_revalidate: directives.must_revalidate
+                || directives.proxy_revalidate
+                || directives.s_maxage.is_some(),
+        }
+    }
+
+    /// Whether a response of this freshness and `age` may be served without revalidation
+    /// to a request with `request` directives.
+    pub fn is_fresh_for(&self, age: Duration, request: &CacheControl) -> bool {
+        if self.no_cache || request.no_cache {
+            return false;
+        }
+        let mut lifetime = self.lifetime;
+        if let Some(max_age) = request.max_age {
+            lifetime = lifetime.min(Duration::from_secs(max_age));
+        }
+        let needed = age + Duration::from_secs(request.min_fresh.unwrap_or(0));
+        if needed < lifetime {
+            return true;
+        }
+        // max-stale lets a client accept a stale response, unless the origin forbade it.
+        match request.max_stale {
+            Some(limit) if !self.must_revalidate && request.max_age.is_none() => {
+                limit.is_none_or(|seconds| needed < lifetime + Duration::from_secs(seconds))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The age a response had when it arrived (RFC 9111 §4.2.3, `corrected_initial_age`): the
+/// larger of what its `Date` implies and its `Age` plus the time the exchange took.
+pub fn corrected_initial_age(
+    response: &Fields,
+    request_time: SystemTime,
+    response_time: SystemTime,
+) -> Duration {
+    let date = response.get("date").and_then(parse_http_date);
+    let apparent = date
+        .and_then(|date| response_time.duration_since(date).ok())
+        .unwrap_or(Duration::ZERO);
+    let age_value = response
+        .get("age")
+        .and_then(|value| std::str::from_utf8(value).ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map_or(Duration::ZERO, |seconds| {
+            Duration::from_secs(seconds.min(crate::cache_control::DELTA_SECONDS_MAX))
+        });
+    let delay = response_time
+        .duration_since(request_time)
+        .unwrap_or(Duration::ZERO);
+    apparent.max(age_value + delay)
+}
+
+/// The current age of a stored response: its corrected initial age plus the time it has
+/// been resident since `response_time`.
+pub fn current_age(initial_age: Duration, response_time: SystemTime, now: SystemTime) -> Duration {
+    initial_age + now.duration_since(response_time).unwrap_or(Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coldwire_http::format_http_date;
+    use proptest::prelude::*;
+    use std::time::UNIX_EPOCH;
+
+    fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    fn fields(pairs: &[(&str, &str)]) -> Fields {
+        let mut fields = Fields::new();
+        for (name, value) in pairs {
+            fields.push(name, value.as_bytes());
+        }
+        fields
+    }
+
+    fn date(seconds: u64) -> String {
+        String::from_utf8(format_http_date(at(seconds)).to_vec()).unwrap()
+    }
+
+    const T: u64 = 1_700_000_000;
+
+    #[test]
+    fn s_maxage_beats_max_age_beats_expires() {
+        let response = fields(&[
+            ("Cache-Control", "max-age=60, s-maxage=30"),
+            ("Expires", &date(T + 1000)),
+            ("Date", &date(T)),
+        ]);
+        let freshness = Freshness::of(200, &response, at(T));
+        assert_eq!(freshness.lifetime, Duration::from_secs(30));
+        assert!(
+            freshness.must_revalidate,
+            "s-maxage implies proxy-revalidate"
+        );
+        let response = fields(&[
+            ("Cache-Control", "max-age=60"),
+            ("Expires", &date(T + 1000)),
+        ]);
+        assert_eq!(
+            Freshness::of(200, &response, at(T)).lifetime,
+            Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn expires_counts_from_date_and_invalid_expires_is_stale() {
+        let response = fields(&[("Expires", &date(T + 100)), ("Date", &date(T))]);
+        assert_eq!(
+            Freshness::of(200, &response, at(T + 5)).lifetime,
+            Duration::from_secs(100)
+        );
+        let response = fields(&[("Expires", "0"), ("Date", &date(T))]);
+        assert_eq!(
+            Freshness::of(200, &response, at(T)).lifetime,
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn heuristic_is_a_tenth_of_the_last_modified_age_capped_at_a_day() {
+        let response = fields(&[("Date", &date(T)), ("Last-Modified", &date(T - 1000))]);
+        let freshness = Freshness::of(200, &response, at(T));
+        assert_eq!(freshness.lifetime, Duration::from_secs(100));
+        assert!(freshness.heuristic);
+        let response = fields(&[
+            ("Date", &date(T)),
+            ("Last-Modified", &date(T - 100_000_000)),
+        ]);
+        assert_eq!(Freshness::of(200, &response, at(T)).lifetime, HEURISTIC_MAX);
+        // Not for a status that is not heuristically cacheable.
+        assert_eq!(
+            Freshness::of(302, &response, at(T)).lifetime,
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn storability_rules() {
+        let request = CacheControl::default();
+        let store = |pairs: &[(&str, &str)], status| {
+            storability("GET", &request, false, status, &fields(pairs))
+        };
+        assert_eq!(store(&[], 200), Storability::Store);
+        assert_eq!(
+            store(&[("Cache-Control", "no-store")], 200),
+            Storability::No("no-store")
+        );
+        assert_eq!(
+            store(&[("Cache-Control", "private, max-age=9")], 200),
+            Storability::No("private")
+        );
+        assert_eq!(store(&[("Vary", "*")], 200), Storability::No("vary-star"));
+        assert_eq!(store(&[], 302), Storability::No("status"));
+        assert_eq!(
+            store(&[("Cache-Control", "max-age=9")], 302),
+            Storability::Store
+        );
+        assert_eq!(store(&[], 500), Storability::No("status"));
+        assert_eq!(
+            storability("POST", &request, false, 200, &fields(&[])),
+            Storability::No("method")
+        );
+        assert_eq!(
+            storability(
+                "GET",
+                &request,
+                true,
+                200,
+                &fields(&[("Cache-Control", "max-age=5")])
+            ),
+            Storability::No("authorization")
+        );
+        assert_eq!(
+            storability(
+                "GET",
+                &request,
+                true,
+                200,
+                &fields(&[("Cache-Control", "public")])
+            ),
+            Storability::Store
+        );
+        let no_store = CacheControl::parse([&b"no-store"[..]]);
+        assert_eq!(
+            storability("GET", &no_store, false, 200, &fields(&[])),
+            Storability::No("no-store")
+        );
+    }
+
+    #[test]
+    fn request_directives_shorten_or_forbid_freshness() {
+        let freshness = Freshness {
+            lifetime: Duration::from_secs(100),
+            heuristic: false,
+            no_cache: false,
+            must_revalidate: false,
+        };
+        let none = CacheControl::default();
+        assert!(freshness.is_fresh_for(Duration::from_secs(50), &none));
+        assert!(!freshness.is_fresh_for(Duration::from_secs(100), &none));
+        assert!(!freshness.is_fresh_for(
+            Duration::from_secs(50),
+            &CacheControl::parse([&b"max-age=10"[..]])
+        ));
+        assert!(!freshness.is_fresh_for(
+            Duration::from_secs(50),
+            &CacheControl::parse([&b"no-cache"[..]])
+        ));
+        assert!(!freshness.is_fresh_for(
+            Duration::from_secs(50),
+            &CacheControl::parse([&b"min-fresh=60"[..]])
+        ));
+        assert!(freshness.is_fresh_for(
+            Duration::from_secs(150),
+            &CacheControl::parse([&b"max-stale=60"[..]])
+        ));
+        let strict = Freshness {
+            must_revalidate: true,
+            ..freshness
+        };
+        assert!(!strict.is_fresh_for(
+            Duration::from_secs(150),
+            &CacheControl::parse([&b"max-stale"[..]])
+        ));
+        let no_cache = Freshness {
+            no_cache: true,
+            ..freshness
+        };
+        assert!(!no_cache.is_fresh_for(Duration::ZERO, &none));
+    }
+
+    #[test]
+    fn age_takes_the_larger_of_date_and_age_plus_delay() {
+        let response = fields(&[("Date", &date(T - 10)), ("Age", "3")]);
+        assert_eq!(
+            corrected_initial_age(&response, at(T - 1), at(T)),
+            Duration::from_secs(10)
+        );
+        let response = fields(&[("Date", &date(T)), ("Age", "30")]);
+        assert_eq!(
+            corrected_initial_age(&response, at(T - 2), at(T)),
+            Duration::from_secs(32)
+        );
+        // A Date in the future (clock skew) does not make the age negative.
+        let response = fields(&[("Date", &date(T + 50))]);
+        assert_eq!(
+            corrected_initial_age(&response, at(T), at(T)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            current_age(Duration::from_secs(5), at(T), at(T + 7)),
+            Duration::from_secs(12)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn age_is_monotonic_in_now(initial in 0u64..10_000, stored in 0u64..1_000_000, later in 0u64..1_000_000) {
+            let first = current_age(Duration::from_secs(initial), at(T + stored), at(T + stored + later));
+            let second = current_age(Duration::from_secs(initial), at(T + stored), at(T + stored + later + 1));
+            prop_assert!(second >= first);
+            prop_assert!(first >= Duration::from_secs(initial));
+        }
+
+        #[test]
+        fn freshness_never_panics(value in "[ -~]{0,60}", status in 100u16..600) {
+            let response = fields(&[("Cache-Control", &value), ("Expires", &value), ("Last-Modified", &value), ("Date", &value)]);
+            let freshness = Freshness::of(status, &response, at(T));
+            prop_assert!(freshness.lifetime <= Duration::from_secs(crate::cache_control::DELTA_SECONDS_MAX).max(Duration::from_secs(T)));
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! coldwire's HTTP cache, without sockets: what may be stored and for how long (RFC 9111),
+//! how a stored response is selected for a request (`Vary`), its `Age`, the `Cache-Status`
+//! field of RFC 9211, and the memory [`Store`] shared by every worker of the proxy.
+//!
+//! Invariants:
+//! - **Pure.** No sockets, no clocks read implicitly: every function that needs the time
+//!   takes it as a `SystemTime` argument, so the freshness rules are unit- and
+//!   property-tested with invented clocks. This crate never depends on coldwire's I/O
+//!   crate (CI checks it).
+//! - **A shared cache.** `private` responses and `s-maxage` are treated as RFC 9111 says a
+//!   shared cache must.
+//! - **Bounded.** The store never holds more than its byte budget; an object larger than the
+//!   per-object limit is never stored (a fill stops being collected as soon as it passes the
+//!   limit, see [`Fill`]).
+//! - **Never a partial object.** A [`Fill`] becomes a stored object only through
+//!   [`Fill::finish`], which the proxy calls once the whole body has arrived; a response that
+//!   ends early is dropped with its fill.
+
+pub mod cache_control;
+pub mod fields;
+pub mod freshness;
+pub mod status;
+pub mod store;
+pub mod vary;
+
+pub use cache_control::CacheControl;
+pub use fields::Fields;
+pub use freshness::{Freshness, Storability, current_age, storability};
+pub use status::{CacheStatus, Forward};
+pub use store::{Fill, Lookup, Store, StoreConfig, StoreCounters, StoredResponse};
+pub use vary::VaryKey;

@@ -1,0 +1,628 @@
+//! The memory [`Store`] shared by every worker: a byte budget, LRU eviction, a per-object
+//! size limit, and up to [`MAX_VARIANTS`] `Vary` variants per URI.
+//!
+//! Invariants:
+//! - The store is split into shards, each a `Mutex` over a map and an intrusive LRU list in
+//!   a slab (O(1) lookup, touch, insert and eviction); a key always lives in the same shard,
+//!   chosen by its hash, so workers rarely contend.
+//! - The sum of the sizes of a shard's objects never exceeds its share of the budget after
+//!   an insert returns: least recently used URIs are evicted first.
+//! - Stored objects are immutable `Arc`s: a hit clones the `Arc` and sends the body's
+//!   `Bytes` without copying; replacing or evicting an object never disturbs a response
+//!   already being sent from it.
+//! - Only complete responses are stored (see [`Fill`]).
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+
+use crate::cache_control::CacheControl;
+use crate::fields::Fields;
+use crate::freshness::{Freshness, corrected_initial_age, current_age};
+use crate::vary::VaryKey;
+
+/// Most variants kept per URI; inserting another drops the oldest.
+pub const MAX_VARIANTS: usize = 8;
+
+/// Fixed overhead charged per stored object besides its head and body.
+const OBJECT_OVERHEAD: u64 = 256;
+
+const NONE: usize = usize::MAX;
+
+/// Sizes of the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Byte budget for all objects together (heads, bodies, keys).
+    pub capacity: u64,
+    /// Largest body stored; bigger responses pass through uncached.
+    pub max_object: u64,
+    /// Shards (each a mutex); rounded up to at least 1.
+    pub shards: usize,
+}
+
+impl Default for StoreConfig {
+    /// 256 MiB, objects up to 8 MiB, 16 shards.
+    fn default() -> Self {
+        StoreConfig {
+            capacity: 256 << 20,
+            max_object: 8 << 20,
+            shards: 16,
+        }
+    }
+}
+
+/// A complete stored response.
+#[derive(Debug)]
+pub struct StoredResponse {
+    /// Status code.
+    pub status: u16,
+    /// End-to-end header fields as received (hop-by-hop fields already removed).
+    pub fields: Fields,
+    /// The body, in the pieces it arrived in.
+    pub body: Vec<Bytes>,
+    /// Body length.
+    pub body_len: u64,
+    /// The request fields this response was selected by.
+    pub vary: VaryKey,
+    /// When the response (or its last 304) arrived.
+    pub response_time: SystemTime,
+    /// Its age when it arrived (RFC 9111 §4.2.3).
+    pub initial_age: Duration,
+    /// How long it stays fresh.
+    pub freshness: Freshness,
+}
+
+impl StoredResponse {
+    /// Builds a stored response from what arrived; the request was sent at `request_time`.
+    pub fn new(
+        status: u16,
+        fields: Fields,
+        body: Vec<Bytes>,
+        vary: VaryKey,
+        request_time: SystemTime,
+        response_time: SystemTime,
+    ) -> StoredResponse {
+        let body_len = body.iter().map(|piece| piece.len() as u64).sum();
+        StoredResponse {
+            initial_age: corrected_initial_age(&fields, request_time, response_time),
+            freshness: Freshness::of(status, &fields, response_time),
+            status,
+            fields,
+            body,
+            body_len,
+            vary,
+            response_time,
+        }
+    }
+
+    /// Its current age.
+    pub fn age(&self, now: SystemTime) -> Duration {
+        current_age(self.initial_age, self.response_time, now)
+    }
+
+    /// Seconds of freshness left (negative once stale).
+    pub fn ttl(&self, now: SystemTime) -> i64 {
+        let lifetime = self.freshness.lifetime.as_secs() as i64;
+        lifetime - self.age(now).as_secs() as i64
+    }
+
+    /// Whether it may answer a request with `request` directives at `now` without asking
+    /// the origin.
+    pub fn is_fresh_for(&self, now: SystemTime, request: &CacheControl) -> bool {
+        self.freshness.is_fresh_for(self.age(now), request)
+    }
+
+    /// A copy with the fields of a `304 Not Modified` merged in and the clock restarted
+    /// (RFC 9111 §4.3.4); the body is shared, not copied.
+    pub fn refreshed(
+        &self,
+        not_modified: &Fields,
+        request_time: SystemTime,
+        response_time: SystemTime,
+    ) -> StoredResponse {
+        let mut fields = self.fields.clone();
+        fields.update_from(not_modified);
+        StoredResponse {
+            initial_age: corrected_initial_age(&fields, request_time, response_time),
+            freshness: Freshness::of(self.status, &fields, response_time),
+            status: self.status,
+            fields,
+            body: self.body.clone(),
+            body_len: self.body_len,
+            vary: self.vary.clone(),
+            response_time,
+        }
+    }
+
+    /// Bytes charged against the budget.
+    pub fn size(&self) -> u64 {
+        self.body_len + self.fields.wire_len() as u64 + self.vary.size() as u64 + OBJECT_OVERHEAD
+    }
+}
+
+/// The outcome of [`Store::lookup`].
+#[derive(Debug)]
+pub enum Lookup {
+    /// A stored response selected by the request (fresh or not: the caller decides).
+    Found(Arc<StoredResponse>),
+    /// Responses are stored for the URI, but `Vary` selects none of them.
+    VaryMiss,
+    /// Nothing stored for the URI.
+    Miss,
+}
+
+/// What the store has done, for the stats endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreCounters {
+    /// Lookups that found a response.
+    pub found: u64,
+    /// Lookups that found nothing usable.
+    pub missed: u64,
+    /// Responses stored (including 304 refreshes).
+    pub stored: u64,
+    /// Objects evicted to stay within the budget.
+    pub evicted: u64,
+    /// Bytes held now.
+    pub bytes: u64,
+    /// Objects held now.
+    pub objects: u64,
+}
+
+struct Node {
+    key: String,
+    variants: Vec<Arc<StoredResponse>>,
+    size: u64,
+    prev: usize,
+    next: usize,
+}
+
+#[derive(Default)]
+struct Shard {
+    index: HashMap<String, usize>,
+    nodes: Vec<Node>,
+    free: Vec<usize>,
+    head: usize,
+    tail: usize,
+    bytes: u64,
+    objects: u64,
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard {
+            head: NONE,
+            tail: NONE,
+            ..Shard::default()
+        }
+    }
+
+    fn unlink(&mut self, slot: usize) {
+        let (prev, next) = (self.nodes[slot].prev, self.nodes[slot].next);
+        if prev == NONE {
+            self.head = next;
+        } else {
+            self.nodes[prev].next = next;
+        }
+        if next == NONE {
+            self.tail = prev;
+        } else {
+            self.nodes[next].prev = prev;
+        }
+    }
+
+    fn push_front(&mut self, slot: usize) {
+        self.nodes[slot].prev = NONE;
+        self.nodes[slot].next = self.head;
+        if self.head != NONE {
+            self.nodes[self.head].prev = slot;
+        }
+        self.head = slot;
+        if self.tail == NONE {
+            self.tail = slot;
+        }
+    }
+
+    fn touch(&mut self, slot: usize) {
+        if self.head != slot {
+            self.unlink(slot);
+            self.push_front(slot);
+        }
+    }
+
+    fn remove_slot(&mut self, slot: usize) -> u64 {
+        self.unlink(slot);
+        let node = &mut self.nodes[slot];
+        let key = std::mem::take(&mut node.key);
+        let objects = node.variants.len() as u64;
+        node.variants.clear();
+        self.bytes -= node.size;
+        self.objects -= objects;
+        node.size = 0;
+        self.index.remove(&key);
+        self.free.push(slot);
+        objects
+    }
+
+    fn insert(&mut self, key: String, response: Arc<StoredResponse>, capacity: u64) -> u64 {
+        let size = response.size() + key.len() as u64;
+        let slot = match self.index.get(&key) {
+            Some(&slot) => slot,
+            None => {
+                let node = Node {
+                    key: key.clone(),
+                    variants: Vec::new(),
+                    size: 0,
+                    prev: NONE,
+                    next: NONE,
+                };
+                let slot = match self.free.pop() {
+                    Some(slot) => {
+                        self.nodes[slot] = node;
+                        slot
+                    }
+                    None => {
+                        self.nodes.push(node);
+                        self.nodes.len() - 1
+                    }
+                };
+                self.index.insert(key.clone(), slot);
+                self.push_front(slot);
+                slot
+            }
+        };
+        self.touch(slot);
+        let node = &mut self.nodes[slot];
+        let mut removed_bytes = 0;
+        let mut removed_objects = 0;
+        node.variants.retain(|variant| {
+            let same = variant.vary == response.vary;
+            if same {
+                removed_bytes += variant.size() + key.len() as u64;
+                removed_objects += 1;
+            }
+            !same
+        });
+        if node.variants.len() >= MAX_VARIANTS {
+            let oldest = node.variants.remove(0);
+            removed_bytes += oldest.size() + key.len() as u64;
+            removed_objects += 1;
+        }
+        node.variants.push(response);
+        node.size = node.size - removed_bytes + size;
+        self.bytes = self.bytes - removed_bytes + size;
+        self.objects = self.objects - removed_objects + 1;
+        let mut evicted = 0;
+        while self.bytes > capacity && self.tail != NONE {
+            evicted += self.remove_slot(self.tail);
+        }
+        evicted
+    }
+}
+
+/// The shared memory store.
+pub struct Store {
+    config: StoreConfig,
+    shards: Box<[Mutex<Shard>]>,
+    found: AtomicU64,
+    missed: AtomicU64,
+    stored: AtomicU64,
+    evicted: AtomicU64,
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new(config: StoreConfig) -> Store {
+        let shards = config.shards.max(1);
+        Store {
+            config: StoreConfig { shards, ..config },
+            shards: (0..shards).map(|_| Mutex::new(Shard::new())).collect(),
+            found: AtomicU64::new(0),
+            missed: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> StoreConfig {
+        self.config
+    }
+
+    fn shard(&self, key: &str) -> MutexGuard<'_, Shard> {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        let index = (hasher.finish() % self.shards.len() as u64) as usize;
+        // A poisoned shard only means another worker panicked mid-update of plain data.
+        self.shards[index]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn shard_capacity(&self) -> u64 {
+        self.config.capacity / self.shards.len() as u64
+    }
+
+    /// Finds the response stored under `key` that the request (whose fields `request`
+    /// returns) selects, most recently stored first, and marks the URI recently used.
+    pub fn lookup<'r>(&self, key: &str, request: impl Fn(&str) -> Vec<&'r [u8]>) -> Lookup {
+        let mut shard = self.shard(key);
+        let Some(&slot) = shard.index.get(key) else {
+            self.missed.fetch_add(1, Ordering::Relaxed);
+            return Lookup::Miss;
+        };
+        shard.touch(slot);
+        let found = shard.nodes[slot]
+            .variants
+            .iter()
+            .rev()
+            .find(|variant| variant.vary.matches(&request))
+            .cloned();
+        drop(shard);
+        match found {
+            Some(response) => {
+                self.found.fetch_add(1, Ordering::Relaxed);
+                Lookup::Found(response)
+            }
+            None => {
+                self.missed.fetch_add(1, Ordering::Relaxed);
+                Lookup::VaryMiss
+            }
+        }
+    }
+
+    /// Stores a complete response under `key`, replacing the variant with the same `Vary`
+    /// values. Returns false (and stores nothing) when it is over the per-object limit or
+    /// the whole budget.
+    pub fn insert(&self, key: &str, response: StoredResponse) -> bool {
+        let size = response.size() + key.len() as u64;
+        if response.body_len > self.config.max_object || size > self.shard_capacity() {
+            return false;
+        }
+        let capacity = self.shard_capacity();
+        let evicted = self
+            .shard(key)
+            .insert(key.to_owned(), Arc::new(response), capacity);
+        self.stored.fetch_add(1, Ordering::Relaxed);
+        self.evicted.fetch_add(evicted, Ordering::Relaxed);
+        true
+    }
+
+    /// Removes everything stored under `key` (e.g. after an unsafe method on it, RFC 9111
+    /// §4.4).
+    pub fn invalidate(&self, key: &str) {
+        let mut shard = self.shard(key);
+        if let Some(&slot) = shard.index.get(key) {
+            shard.remove_slot(slot);
+        }
+    }
+
+    /// Starts collecting a response for the store, unless its announced length is already
+    /// over the per-object limit.
+    pub fn begin_fill(&self, key: String, announced_length: Option<u64>) -> Option<Fill> {
+        if announced_length.is_some_and(|length| length > self.config.max_object) {
+            return None;
+        }
+        Some(Fill {
+            key,
+            body: Vec::new(),
+            length: 0,
+            limit: self.config.max_object,
+        })
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> StoreCounters {
+        let mut counters = StoreCounters {
+            found: self.found.load(Ordering::Relaxed),
+            missed: self.missed.load(Ordering::Relaxed),
+            stored: self.stored.load(Ordering::Relaxed),
+            evicted: self.evicted.load(Ordering::Relaxed),
+            ..StoreCounters::default()
+        };
+        for shard in &self.shards {
+            let shard = shard
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            counters.bytes += shard.bytes;
+            counters.objects += shard.objects;
+        }
+        counters
+    }
+}
+
+/// A response body being collected for the store while it streams to the client. It
+/// becomes a stored object only through [`Fill::finish`], called once the whole body has
+/// arrived; dropping it (the response ended early, or grew past the limit) stores nothing.
+#[derive(Debug)]
+pub struct Fill {
+    key: String,
+    body: Vec<Bytes>,
+    length: u64,
+    limit: u64,
+}
+
+impl Fill {
+    /// Adds a piece of body. Returns false once the body is over the per-object limit; the
+    /// caller then drops the fill.
+    pub fn push(&mut self, piece: Bytes) -> bool {
+        self.length += piece.len() as u64;
+        if self.length > self.limit {
+            self.body.clear();
+            return false;
+        }
+        if !piece.is_empty() {
+            self.body.push(piece);
+        }
+        true
+    }
+
+    /// Body bytes collected.
+    pub fn len(&self) -> u64 {
+        self.length
+    }
+
+    /// True before any body byte.
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+
+    /// The key it will be stored under.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Stores the complete response. Returns whether it was stored.
+    pub fn finish(
+        self,
+        store: &Store,
+        status: u16,
+        fields: Fields,
+        vary: VaryKey,
+        request_time: SystemTime,
+        response_time: SystemTime,
+    ) -> bool {
+        let response =
+            StoredResponse::new(status, fields, self.body, vary, request_time, response_time);
+        store.insert(&self.key, response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::time::UNIX_EPOCH;
+
+    fn response(body: usize, vary: VaryKey) -> StoredResponse {
+        let mut fields = Fields::new();
+        fields.push("Cache-Control", b"max-age=60");
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        StoredResponse::new(
+            200,
+            fields,
+            vec![Bytes::from(vec![7u8; body])],
+            vary,
+            now,
+            now,
+        )
+    }
+
+    fn no_fields(_: &str) -> Vec<&'static [u8]> {
+        Vec::new()
+    }
+
+    fn store(capacity: u64) -> Store {
+        Store::new(StoreConfig {
+            capacity,
+            max_object: 10_000,
+            shards: 1,
+        })
+    }
+
+    #[test]
+    fn stores_finds_and_replaces() {
+        let store = store(100_000);
+        assert!(matches!(store.lookup("a", no_fields), Lookup::Miss));
+        assert!(store.insert("a", response(100, VaryKey::default())));
+        assert!(store.insert("a", response(200, VaryKey::default())));
+        match store.lookup("a", no_fields) {
+            Lookup::Found(found) => assert_eq!(found.body_len, 200),
+            other => panic!("expected a hit, got {other:?}"),
+        }
+        assert_eq!(store.counters().objects, 1);
+    }
+
+    #[test]
+    fn evicts_least_recently_used_first() {
+        let one = response(1000, VaryKey::default()).size() + 1;
+        let store = store(one * 3);
+        for key in ["a", "b", "c"] {
+            assert!(store.insert(key, response(1000, VaryKey::default())));
+        }
+        // Touch "a" so "b" is the least recently used.
+        assert!(matches!(store.lookup("a", no_fields), Lookup::Found(_)));
+        assert!(store.insert("d", response(1000, VaryKey::default())));
+        assert!(matches!(store.lookup("b", no_fields), Lookup::Miss));
+        for key in ["a", "c", "d"] {
+            assert!(
+                matches!(store.lookup(key, no_fields), Lookup::Found(_)),
+                "{key}"
+            );
+        }
+        assert_eq!(store.counters().evicted, 1);
+    }
+
+    #[test]
+    fn over_limit_objects_are_refused() {
+        let store = store(1 << 20);
+        assert!(!store.insert("big", response(10_001, VaryKey::default())));
+        assert!(store.begin_fill("big".into(), Some(10_001)).is_none());
+        let mut fill = store.begin_fill("big".into(), None).unwrap();
+        assert!(fill.push(Bytes::from(vec![0; 6000])));
+        assert!(!fill.push(Bytes::from(vec![0; 6000])));
+    }
+
+    #[test]
+    fn vary_variants_are_kept_side_by_side() {
+        let store = store(1 << 20);
+        let mut vary_fields = Fields::new();
+        vary_fields.push("Vary", b"Accept-Encoding");
+        let gzip = |name: &str| -> Vec<&'static [u8]> {
+            if name == "accept-encoding" {
+                vec![b"gzip"]
+            } else {
+                vec![]
+            }
+        };
+        let brotli = |name: &str| -> Vec<&'static [u8]> {
+            if name == "accept-encoding" {
+                vec![b"br"]
+            } else {
+                vec![]
+            }
+        };
+        assert!(store.insert("u", response(10, VaryKey::new(&vary_fields, gzip))));
+        assert!(matches!(store.lookup("u", brotli), Lookup::VaryMiss));
+        assert!(store.insert("u", response(20, VaryKey::new(&vary_fields, brotli))));
+        match (store.lookup("u", gzip), store.lookup("u", brotli)) {
+            (Lookup::Found(first), Lookup::Found(second)) => {
+                assert_eq!((first.body_len, second.body_len), (10, 20));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn refresh_merges_a_304_and_shares_the_body() {
+        let stored = response(10, VaryKey::default());
+        let mut not_modified = Fields::new();
+        not_modified.push("Cache-Control", b"max-age=600");
+        let later = stored.response_time + Duration::from_secs(100);
+        let refreshed = stored.refreshed(&not_modified, later, later);
+        assert_eq!(refreshed.freshness.lifetime, Duration::from_secs(600));
+        assert_eq!(refreshed.body[0].as_ptr(), stored.body[0].as_ptr());
+        assert_eq!(refreshed.ttl(later), 600);
+    }
+
+    proptest! {
+        #[test]
+        fn never_exceeds_the_budget(operations in proptest::collection::vec((0u8..20, 0usize..3000, any::<bool>()), 1..200)) {
+            let store = Store::new(StoreConfig { capacity: 20_000, max_object: 5_000, shards: 2 });
+            for (key, size, lookup) in operations {
+                let key = format!("k{key}");
+                if lookup {
+                    let _ = store.lookup(&key, no_fields);
+                } else {
+                    let _ = store.insert(&key, response(size, VaryKey::default()));
+                }
+                let counters = store.counters();
+                prop_assert!(counters.bytes <= 20_000, "{} bytes", counters.bytes);
+            }
+        }
+    }
+}
