@@ -21,6 +21,9 @@ pub struct Cli {
 pub enum Command {
     /// Serve static files from a directory (the origin server).
     Serve(ServeArgs),
+    /// Realistic load: open-loop hot clients, cold connections, server cost per request
+    /// (no arguments: a built-in scenario against a `coldwire serve` it starts itself).
+    Bench(crate::bench::BenchArgs),
 }
 
 /// `coldwire serve`.

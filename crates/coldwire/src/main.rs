@@ -2,6 +2,7 @@
 //! each in its own file. Data goes to stdout, diagnostics to stderr; errors end with a
 //! message saying what to do and a non-zero exit status.
 
+mod bench;
 mod cli;
 mod serve;
 
@@ -17,6 +18,7 @@ fn main() -> std::process::ExitCode {
     let arguments = cli::Cli::parse();
     let result = match arguments.command {
         cli::Command::Serve(serve) => serve::run(serve),
+        cli::Command::Bench(bench) => bench::run(bench),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,60 @@
+//! The crate's error type, [`BenchError`]: everything that stops a benchmark before or
+//! while it runs, each message saying what to do about it. Failures of single requests are
+//! not errors here: they are counted by kind (see [`crate::recorder::ErrorCounts`]).
+
+use std::io;
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A `--url` could not be understood.
+    #[error(
+        "bad URL `{url}`: {reason} (expected http://HOST[:PORT]/PATH, optionally followed by @WEIGHT)"
+    )]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A host name did not resolve.
+    #[error("cannot resolve `{host}`: {source} — check the name or use an IP address")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// The resolver's error.
+        source: io::Error,
+    },
+    /// The parameters contradict each other or are out of range.
+    #[error("{0}")]
+    Config(String),
+    /// The generator's own event loop failed (creating the poller, waiting).
+    #[error("the load generator's event loop failed: {0}")]
+    Io(#[from] io::Error),
+    /// The server to watch could not be read.
+    #[error("cannot read /proc/{pid}: {source} — is process {pid} running and yours?")]
+    ServerProcess {
+        /// The process id.
+        pid: u32,
+        /// The error.
+        source: io::Error,
+    },
+    /// The server's statistics endpoint did not answer usable JSON.
+    #[error(
+        "cannot read server statistics from {url}: {reason} — check --server-stats (coldwire serve --admin ADDR serves http://ADDR/stats)"
+    )]
+    ServerStats {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Starting or stopping the server under test failed.
+    #[error("cannot start the server `{command}`: {reason}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// What went wrong.
+        reason: String,
+    },
+}

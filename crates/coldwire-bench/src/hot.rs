@@ -1,0 +1,301 @@
+//! Hot connections: issuing a request on an idle connection (or a new one), reading its
+//! response, recording it, and deciding what the connection does next — carry the next
+//! request, wait idle, or close (per `--requests-per-connection`, `Connection: close`, or an
+//! error). Every request ends exactly once: as a recorded response or a counted error.
+
+use std::time::Instant;
+
+use coldwire_io::{Chunk, Completion, ConnectionId, Driver, Flush};
+
+use crate::engine::{Engine, Hot, Pending, Request, Slot};
+use crate::recorder::ErrorKind;
+use crate::response::{ReadOutcome, ResponseReader};
+
+impl<D: Driver> Engine<D> {
+    fn hot_mut(&mut self, id: ConnectionId) -> Option<&mut Hot> {
+        match self.slots.get_mut(id.index()) {
+            Some(Slot::Hot(hot)) if hot.id == id => Some(hot),
+            _ => None,
+        }
+    }
+
+    /// Issues one request intended at `intended`: on an idle connection to its endpoint, a
+    /// new connection, or (all `--connections` busy) the backlog.
+    pub(crate) fn issue(&mut self, intended: Instant, measured: bool) {
+        let target = self.choose_target();
+        let endpoint = self.targets[target].endpoint;
+        while let Some(id) = self.idle[endpoint].pop() {
+            if self.hot_mut(id).is_some_and(|hot| hot.idle) {
+                self.send_request(id, target, intended, measured);
+                return;
+            }
+        }
+        if self.hot_open >= self.config.connections && !self.close_one_idle_elsewhere(endpoint) {
+            self.backlog.push_back(Pending {
+                intended,
+                target,
+                measured,
+            });
+            return;
+        }
+        self.open_and_send(target, intended, measured);
+    }
+
+    /// With several endpoints, an idle connection to another one may give its place.
+    fn close_one_idle_elsewhere(&mut self, endpoint: usize) -> bool {
+        for other in 0..self.idle.len() {
+            if other == endpoint {
+                continue;
+            }
+            while let Some(id) = self.idle[other].pop() {
+                if self.hot_mut(id).is_some_and(|hot| hot.idle) {
+                    self.close_hot(id);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn open_and_send(&mut self, target: usize, intended: Instant, measured: bool) {
+        let endpoint = self.targets[target].endpoint;
+        match self.driver.connect(self.endpoints[endpoint]) {
+            Ok(id) => {
+                self.hot_open += 1;
+                if measured {
+                    self.recorder.connections_opened += 1;
+                }
+                let now = Instant::now();
+                *self.slot_mut(id) = Slot::Hot(Box::new(Hot {
+                    id,
+                    endpoint,
+                    connected: false,
+                    opened_at: now,
+                    served: 0,
+                    request: None,
+                    reader: ResponseReader::new(),
+                    timer_armed: false,
+                    idle: false,
+                }));
+                self.send_request(id, target, intended, measured);
+            }
+            Err(error) => {
+                if measured {
+                    let kind = match error.raw_os_error() {
+                        Some(libc::EMFILE | libc::ENFILE) => ErrorKind::NoDescriptor,
+                        None => ErrorKind::NoDescriptor,
+                        _ => ErrorKind::Connect,
+                    };
+                    self.recorder.error(kind);
+                }
+            }
+        }
+    }
+
+    fn send_request(&mut self, id: ConnectionId, target: usize, intended: Instant, measured: bool) {
+        let limit = self.config.requests_per_connection;
+        let timeout = self.config.timeout;
+        let prepared = &self.targets[target];
+        let Some(Slot::Hot(hot)) = self.slots.get_mut(id.index()) else {
+            return;
+        };
+        let last = limit != 0 && hot.served + 1 >= limit;
+        let bytes = if last {
+            prepared.close.clone()
+        } else {
+            prepared.keep_alive.clone()
+        };
+        let sent = Instant::now();
+        hot.request = Some(Request {
+            intended,
+            sent,
+            measured,
+            last,
+        });
+        hot.idle = false;
+        hot.reader.reset();
+        let arm_timer = !hot.timer_armed;
+        hot.timer_armed = true;
+        self.in_flight += 1;
+        if measured {
+            self.recorder.sent += 1;
+        }
+        self.driver.send(id, Chunk::Shared(bytes));
+        if let Flush::Failed(error) = self.driver.flush(id) {
+            self.fail_hot(id, ErrorKind::of_io_error(&error));
+            return;
+        }
+        self.driver.recv(id);
+        if arm_timer {
+            self.driver.set_timer(id, sent + timeout);
+        }
+    }
+
+    pub(crate) fn handle_hot(&mut self, id: ConnectionId, completion: Completion) {
+        match completion {
+            Completion::Connected { .. } => {
+                if let Some(hot) = self.hot_mut(id) {
+                    hot.connected = true;
+                }
+            }
+            Completion::Received { buffer, .. } => {
+                let outcome = match self.hot_mut(id) {
+                    Some(hot) if hot.request.is_some() => hot.reader.feed(buffer.filled()),
+                    // Bytes nobody asked for on an idle connection: it cannot be trusted.
+                    _ => ReadOutcome::Malformed("unsolicited bytes"),
+                };
+                self.driver.recycle(buffer);
+                self.on_read(id, outcome);
+            }
+            Completion::PeerClosed { .. } => {
+                let outcome = match self.hot_mut(id) {
+                    Some(hot) if hot.request.is_some() => hot.reader.end_of_stream(),
+                    _ => None,
+                };
+                match outcome {
+                    Some(outcome) => self.on_read(id, outcome),
+                    None => self.fail_hot(id, ErrorKind::Closed),
+                }
+            }
+            Completion::Failed { error, .. } => {
+                let connected = self.hot_mut(id).is_some_and(|hot| hot.connected);
+                let kind = if connected {
+                    ErrorKind::of_io_error(&error)
+                } else {
+                    ErrorKind::Connect
+                };
+                self.fail_hot(id, kind);
+            }
+            Completion::TimerExpired { .. } => self.hot_timer(id),
+            Completion::Sent { .. } | Completion::Accepted { .. } | Completion::Woken => {}
+        }
+    }
+
+    fn on_read(&mut self, id: ConnectionId, outcome: ReadOutcome) {
+        match outcome {
+            ReadOutcome::NeedMore => self.driver.recv(id),
+            ReadOutcome::Malformed(_) => self.fail_hot(id, ErrorKind::BadResponse),
+            ReadOutcome::Complete { status, keep_alive } => {
+                let now = self.now;
+                let in_window = self.in_window(now);
+                let Some(hot) = self.hot_mut(id) else {
+                    return;
+                };
+                let Some(request) = hot.request.take() else {
+                    return;
+                };
+                hot.served += 1;
+                let bytes = hot.reader.received();
+                let reusable = keep_alive && !request.last;
+                self.in_flight -= 1;
+                if in_window {
+                    self.recorder.completed_in_window += 1;
+                    if status < 400 {
+                        self.recorder.succeeded_in_window += 1;
+                    }
+                    self.recorder.bytes_in_window += bytes;
+                }
+                if request.measured {
+                    let corrected = now.saturating_duration_since(request.intended);
+                    let raw = now.saturating_duration_since(request.sent);
+                    self.recorder.response(
+                        status,
+                        corrected.as_nanos() as u64,
+                        raw.as_nanos() as u64,
+                    );
+                }
+                if reusable {
+                    self.reuse(id);
+                } else {
+                    self.close_hot(id);
+                }
+            }
+        }
+    }
+
+    /// A connection free for another request: the oldest waiting one, or idle.
+    fn reuse(&mut self, id: ConnectionId) {
+        if self.closed_loop && self.issuing && self.backlog.is_empty() {
+            let endpoint = self.hot_mut(id).map_or(0, |hot| hot.endpoint);
+            if let Some(hot) = self.hot_mut(id) {
+                hot.idle = true;
+            }
+            self.idle[endpoint].push(id);
+            let now = self.now;
+            let measured = self.in_window(now);
+            self.issue(now, measured);
+            return;
+        }
+        let Some(pending) = self.backlog.pop_front() else {
+            let Some(hot) = self.hot_mut(id) else {
+                return;
+            };
+            hot.idle = true;
+            let endpoint = hot.endpoint;
+            self.idle[endpoint].push(id);
+            return;
+        };
+        let endpoint = self.targets[pending.target].endpoint;
+        if self.hot_mut(id).is_some_and(|hot| hot.endpoint == endpoint) {
+            self.send_request(id, pending.target, pending.intended, pending.measured);
+        } else {
+            self.backlog.push_front(pending);
+            self.close_hot(id);
+        }
+    }
+
+    fn hot_timer(&mut self, id: ConnectionId) {
+        let now = self.now;
+        let timeout = self.config.timeout;
+        let Some(hot) = self.hot_mut(id) else {
+            return;
+        };
+        hot.timer_armed = false;
+        let deadline = match (hot.connected, hot.request) {
+            (false, _) => Some((hot.opened_at + timeout, ErrorKind::Connect)),
+            (true, Some(request)) => Some((request.sent + timeout, ErrorKind::Timeout)),
+            (true, None) => None,
+        };
+        if let Some((deadline, kind)) = deadline {
+            if deadline <= now {
+                self.fail_hot(id, kind);
+            } else {
+                if let Some(hot) = self.hot_mut(id) {
+                    hot.timer_armed = true;
+                }
+                self.driver.set_timer(id, deadline);
+            }
+        }
+    }
+
+    /// Ends the outstanding request (if any) with an error of `kind`, closes the connection.
+    pub(crate) fn fail_hot(&mut self, id: ConnectionId, kind: ErrorKind) {
+        if let Some(hot) = self.hot_mut(id)
+            && let Some(request) = hot.request
+            && request.measured
+        {
+            self.recorder.error(kind);
+        }
+        self.close_hot(id);
+    }
+
+    /// Closes a hot connection; a waiting request then gets a new connection.
+    pub(crate) fn close_hot(&mut self, id: ConnectionId) {
+        let Some(hot) = self.hot_mut(id) else {
+            return;
+        };
+        if hot.request.is_some() {
+            self.in_flight -= 1;
+        }
+        self.driver.close(id);
+        *self.slot_mut(id) = Slot::Free;
+        self.hot_open -= 1;
+        if let Some(pending) = self.backlog.pop_front() {
+            self.open_and_send(pending.target, pending.intended, pending.measured);
+        } else if self.closed_loop && self.issuing {
+            let now = self.now;
+            let measured = self.in_window(now);
+            self.issue(now, measured);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! What one phase records: latency histograms (corrected from the intended start and raw
+//! from the actual send, in nanoseconds, HdrHistogram with 3 significant digits), schedule
+//! lateness, counts of requests and responses, errors by kind and bytes.
+//!
+//! Which request counts where: a request *belongs* to the phase's measured window when its
+//! intended start falls inside it; its latency and its errors are recorded even if it
+//! completes after the window closed (bounded by `--timeout`). Throughput counts the
+//! responses that *completed* inside the window.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// The highest latency recorded exactly: one hour, in nanoseconds (longer ones saturate).
+const HIGHEST_NANOSECONDS: u64 = 3_600_000_000_000;
+
+/// Failed requests by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorCounts {
+    /// The connection could not be established (refused, unreachable, or not within
+    /// `--timeout`).
+    pub connect: u64,
+    /// No complete response within `--timeout` of the request's send.
+    pub timeout: u64,
+    /// The request waited for a free connection longer than `--timeout` and was never sent.
+    pub queue_timeout: u64,
+    /// The connection was reset (ECONNRESET, EPIPE).
+    pub reset: u64,
+    /// The server closed the connection before the response was complete.
+    pub closed: u64,
+    /// The response's status was 400 or above.
+    pub bad_status: u64,
+    /// The response could not be parsed (or the server sent bytes nobody asked for).
+    pub bad_response: u64,
+    /// Other socket errors.
+    pub other: u64,
+    /// No descriptor or connection slot was left to open a connection.
+    pub no_descriptor: u64,
+}
+
+impl ErrorCounts {
+    /// All errors together.
+    pub fn total(&self) -> u64 {
+        self.connect
+            + self.timeout
+            + self.queue_timeout
+            + self.reset
+            + self.closed
+            + self.bad_status
+            + self.bad_response
+            + self.other
+            + self.no_descriptor
+    }
+}
+
+/// The kinds of [`ErrorCounts`], for recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// See [`ErrorCounts::connect`].
+    Connect,
+    /// See [`ErrorCounts::timeout`].
+    Timeout,
+    /// See [`ErrorCounts::queue_timeout`].
+    QueueTimeout,
+    /// See [`ErrorCounts::reset`].
+    Reset,
+    /// See [`ErrorCounts::closed`].
+    Closed,
+    /// See [`ErrorCounts::bad_status`].
+    BadStatus,
+    /// See [`ErrorCounts::bad_response`].
+    BadResponse,
+    /// See [`ErrorCounts::other`].
+    Other,
+    /// See [`ErrorCounts::no_descriptor`].
+    NoDescriptor,
+}
+
+impl ErrorKind {
+    /// Classifies a socket error on an established connection.
+    pub fn of_io_error(error: &std::io::Error) -> ErrorKind {
+        match error.raw_os_error() {
+            Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => ErrorKind::Reset,
+            Some(libc::ETIMEDOUT) => ErrorKind::Timeout,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// The recordings of one phase.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    /// Latency from the intended start (ns).
+    pub corrected: Histogram<u64>,
+    /// Latency from the actual send (ns).
+    pub raw: Histogram<u64>,
+    /// How late the generator handled each slot it sent (ns): its own timing error.
+    pub lateness: Histogram<u64>,
+    /// Slots of the window's schedule (the offered requests), sent or not.
+    pub offered: u64,
+    /// Slots skipped because the generator itself was late by more than the lateness limit.
+    pub missed: u64,
+    /// Requests of the window that were written to a connection.
+    pub sent: u64,
+    /// Requests of the window that got a complete response with a status below 400.
+    pub succeeded: u64,
+    /// Responses (any status) completed inside the window, whatever their request's slot.
+    pub completed_in_window: u64,
+    /// Responses with a status below 400 completed inside the window (the achieved rate).
+    pub succeeded_in_window: u64,
+    /// Bytes of the responses completed inside the window (heads and bodies).
+    pub bytes_in_window: u64,
+    /// Responses of the window's requests by status class (1xx … 5xx).
+    pub status_classes: [u64; 5],
+    /// Failed requests of the window, by kind.
+    pub errors: ErrorCounts,
+    /// Connections the generator opened for hot requests during the window.
+    pub connections_opened: u64,
+    /// Cold connections the server closed during the phase.
+    pub cold_closed_by_server: u64,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIGHEST_NANOSECONDS, 3)
+        .expect("constant histogram bounds are valid")
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new()
+    }
+}
+
+impl Recorder {
+    /// Empty recordings.
+    pub fn new() -> Recorder {
+        Recorder {
+            corrected: histogram(),
+            raw: histogram(),
+            lateness: histogram(),
+            offered: 0,
+            missed: 0,
+            sent: 0,
+            succeeded: 0,
+            completed_in_window: 0,
+            succeeded_in_window: 0,
+            bytes_in_window: 0,
+            status_classes: [0; 5],
+            errors: ErrorCounts::default(),
+            connections_opened: 0,
+            cold_closed_by_server: 0,
+        }
+    }
+
+    /// Records a complete response of a window request.
+    pub fn response(&mut self, status: u16, corrected_ns: u64, raw_ns: u64) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        self.status_classes[class] += 1;
+        if status >= 400 {
+            self.errors.bad_status += 1;
+            return;
+        }
+        self.succeeded += 1;
+        self.corrected.saturating_record(corrected_ns.max(1));
+        self.raw.saturating_record(raw_ns.max(1));
+    }
+
+    /// Records a failed window request.
+    pub fn error(&mut self, kind: ErrorKind) {
+        let errors = &mut self.errors;
+        let counter = match kind {
+            ErrorKind::Connect => &mut errors.connect,
+            ErrorKind::Timeout => &mut errors.timeout,
+            ErrorKind::QueueTimeout => &mut errors.queue_timeout,
+            ErrorKind::Reset => &mut errors.reset,
+            ErrorKind::Closed => &mut errors.closed,
+            ErrorKind::BadStatus => &mut errors.bad_status,
+            ErrorKind::BadResponse => &mut errors.bad_response,
+            ErrorKind::Other => &mut errors.other,
+            ErrorKind::NoDescriptor => &mut errors.no_descriptor,
+        };
+        *counter += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_split_into_successes_and_bad_statuses() {
+        let mut recorder = Recorder::new();
+        recorder.response(200, 2_000, 1_000);
+        recorder.response(304, 4_000, 3_000);
+        recorder.response(503, 9_000, 9_000);
+        recorder.error(ErrorKind::Timeout);
+        assert_eq!(recorder.succeeded, 2);
+        assert_eq!(recorder.status_classes, [0, 1, 1, 0, 1]);
+        assert_eq!(recorder.errors.bad_status, 1);
+        assert_eq!(recorder.errors.total(), 2);
+        assert_eq!(recorder.corrected.len(), 2);
+        assert_eq!(recorder.raw.max(), recorder.raw.highest_equivalent(3_000));
+    }
+
+    #[test]
+    fn io_errors_are_classified() {
+        let reset = std::io::Error::from_raw_os_error(libc::ECONNRESET);
+        let pipe = std::io::Error::from_raw_os_error(libc::EPIPE);
+        let other = std::io::Error::from_raw_os_error(libc::EHOSTUNREACH);
+        assert_eq!(ErrorKind::of_io_error(&reset), ErrorKind::Reset);
+        assert_eq!(ErrorKind::of_io_error(&pipe), ErrorKind::Reset);
+        assert_eq!(ErrorKind::of_io_error(&other), ErrorKind::Other);
+    }
+}

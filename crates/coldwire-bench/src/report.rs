@@ -1,0 +1,303 @@
+//! The result model, serialized as the versioned JSON document described in
+//! `docs/bench-json.md`. Bump [`SCHEMA_VERSION`] on any change that removes or renames a
+//! field or changes its meaning; adding fields keeps the version.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::config::{LoadConfig, Rate};
+use crate::engine::{ColdTotals, PhaseMeasurement};
+use crate::recorder::ErrorCounts;
+use crate::saturate::SaturationReport;
+use crate::server_stats::ServerCountersDelta;
+
+/// Version of the JSON schema (`schema_version` in the document).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Percentiles of a latency histogram, in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Values recorded.
+    pub count: u64,
+    /// Smallest.
+    pub min_us: f64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p99_9_us: f64,
+    /// Largest.
+    pub max_us: f64,
+}
+
+impl Percentiles {
+    /// From a histogram of nanoseconds.
+    pub fn of(histogram: &Histogram<u64>) -> Percentiles {
+        if histogram.is_empty() {
+            return Percentiles::default();
+        }
+        let micros = |nanoseconds: u64| nanoseconds as f64 / 1000.0;
+        Percentiles {
+            count: histogram.len(),
+            min_us: micros(histogram.min()),
+            mean_us: histogram.mean() / 1000.0,
+            p50_us: micros(histogram.value_at_quantile(0.50)),
+            p90_us: micros(histogram.value_at_quantile(0.90)),
+            p99_us: micros(histogram.value_at_quantile(0.99)),
+            p99_9_us: micros(histogram.value_at_quantile(0.999)),
+            max_us: micros(histogram.max()),
+        }
+    }
+}
+
+/// Latency of successful responses of the window's requests.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// From the intended start (includes waiting for a connection): what a user waits.
+    pub corrected: Percentiles,
+    /// From the actual send: what the server took once the request reached it.
+    pub raw: Percentiles,
+}
+
+/// The server's cost over a window, from `/proc`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ServerCost {
+    /// Requests the cost is divided by (the server's own count when its stats endpoint is
+    /// read, else the generator's completed responses).
+    pub requests: u64,
+    /// On-CPU seconds of all the server's threads (schedstat, precise).
+    pub cpu_seconds: f64,
+    /// Server CPU per request, microseconds.
+    pub cpu_us_per_request: f64,
+    /// Cores the server kept busy on average.
+    pub cpu_cores: f64,
+    /// User-mode seconds (tick-sampled, 10 ms resolution: only meaningful over long windows).
+    pub user_seconds: f64,
+    /// Kernel-mode seconds (tick-sampled).
+    pub system_seconds: f64,
+    /// Threads at the window's end.
+    pub threads: u64,
+    /// Resident memory at the window's start and end, bytes.
+    pub rss_bytes: (u64, u64),
+    /// Open descriptors at the window's start and end.
+    pub open_descriptors: (u64, u64),
+}
+
+/// The machine's CPU over a window, from `/proc/stat`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MachineCost {
+    /// Busy CPU seconds, all cores (user + nice + system + irq + softirq + steal).
+    pub busy_seconds: f64,
+    /// Busy CPU per request, microseconds (server + generator + kernel work + others).
+    pub busy_us_per_request: f64,
+    /// Soft-interrupt seconds (network processing outside any thread's own account).
+    pub softirq_seconds: f64,
+    /// Busy minus the server's and the generator's threads, per request, microseconds: work
+    /// done on the server's behalf elsewhere (softirq, kernel threads) plus unrelated load.
+    pub other_us_per_request: f64,
+    /// Cores kept busy on average.
+    pub busy_cores: f64,
+}
+
+/// The generator's own CPU over a window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GeneratorCost {
+    /// On-CPU seconds of the generator process.
+    pub cpu_seconds: f64,
+    /// Per response completed in the window, microseconds.
+    pub cpu_us_per_response: f64,
+}
+
+/// One phase's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseReport {
+    /// Name.
+    pub label: String,
+    /// Offered rate (requests/s); `null` for closed loop (`--rate max`).
+    pub offered_rate: Option<f64>,
+    /// Warm-up seconds.
+    pub warmup_seconds: f64,
+    /// Planned measured seconds.
+    pub duration_seconds: f64,
+    /// Measured seconds as run.
+    pub window_seconds: f64,
+    /// Slots in the window (open loop) or requests sent (closed loop).
+    pub offered_requests: u64,
+    /// Slots skipped because the generator was late.
+    pub missed_slots: u64,
+    /// Window requests written to a connection.
+    pub sent_requests: u64,
+    /// Window requests with a response below 400.
+    pub succeeded_requests: u64,
+    /// Responses completed inside the window (any status, any slot).
+    pub completed_in_window: u64,
+    /// Successful responses completed inside the window per second.
+    pub achieved_rate: f64,
+    /// Errors of window requests by kind.
+    pub errors: ErrorCounts,
+    /// Their sum.
+    pub errors_total: u64,
+    /// Responses by status class, `[1xx, 2xx, 3xx, 4xx, 5xx]`.
+    pub status_classes: [u64; 5],
+    /// Bytes of the responses completed in the window.
+    pub bytes: u64,
+    /// Those bytes per second.
+    pub bytes_per_second: f64,
+    /// Latencies.
+    pub latency: Latency,
+    /// The generator's own lateness handling the slots it sent (its timing error).
+    pub schedule_lateness: Percentiles,
+    /// Hot connections the generator opened in the window.
+    pub connections_opened: u64,
+    /// Cold connections held at the window's start and end.
+    pub cold_held: (u64, u64),
+    /// Cold connections the server closed during the phase.
+    pub cold_closed_by_server: u64,
+    /// Requests abandoned when the phase's drain bound passed (counted as timeouts).
+    pub abandoned: u64,
+    /// The run was interrupted during this phase.
+    pub interrupted: bool,
+    /// Server cost from `/proc` (with `--server-pid` or `--spawn`).
+    pub server: Option<ServerCost>,
+    /// Machine CPU from `/proc/stat`.
+    pub machine: Option<MachineCost>,
+    /// The generator's CPU.
+    pub generator: Option<GeneratorCost>,
+    /// The server's own counters (with `--server-stats`).
+    pub server_counters: Option<ServerCountersDelta>,
+}
+
+impl PhaseReport {
+    /// Builds the report of a measured phase (cost sections filled in by the caller).
+    pub fn from_measurement(measurement: &PhaseMeasurement) -> PhaseReport {
+        let recorder = &measurement.recorder;
+        let seconds = measurement.window.as_secs_f64();
+        let per_second = |count: f64| if seconds > 0.0 { count / seconds } else { 0.0 };
+        PhaseReport {
+            label: measurement.plan.label.clone(),
+            offered_rate: match measurement.plan.rate {
+                Rate::PerSecond(rate) => Some(rate),
+                Rate::Max => None,
+            },
+            warmup_seconds: measurement.plan.warmup.as_secs_f64(),
+            duration_seconds: measurement.plan.duration.as_secs_f64(),
+            window_seconds: seconds,
+            offered_requests: match measurement.plan.rate {
+                Rate::PerSecond(_) => recorder.offered,
+                Rate::Max => recorder.sent,
+            },
+            missed_slots: recorder.missed,
+            sent_requests: recorder.sent,
+            succeeded_requests: recorder.succeeded,
+            completed_in_window: recorder.completed_in_window,
+            achieved_rate: per_second(recorder.succeeded_in_window as f64),
+            errors: recorder.errors,
+            errors_total: recorder.errors.total(),
+            status_classes: recorder.status_classes,
+            bytes: recorder.bytes_in_window,
+            bytes_per_second: per_second(recorder.bytes_in_window as f64),
+            latency: Latency {
+                corrected: Percentiles::of(&recorder.corrected),
+                raw: Percentiles::of(&recorder.raw),
+            },
+            schedule_lateness: Percentiles::of(&recorder.lateness),
+            connections_opened: recorder.connections_opened,
+            cold_held: measurement.cold_held,
+            cold_closed_by_server: recorder.cold_closed_by_server,
+            abandoned: measurement.abandoned,
+            interrupted: measurement.interrupted,
+            server: None,
+            machine: None,
+            generator: None,
+            server_counters: None,
+        }
+    }
+}
+
+/// One run: a load configuration and its phases (connections persist across phases).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// Name ("naive", "realistic", or "run").
+    pub name: String,
+    /// The load's parameters.
+    pub parameters: LoadConfig,
+    /// The generator's event mechanism.
+    pub generator_backend: String,
+    /// Cold connection totals.
+    pub cold: ColdTotals,
+    /// Phases in order.
+    pub phases: Vec<PhaseReport>,
+    /// With `--saturate`: the knee and the curve (the phases are its steps).
+    pub saturation: Option<SaturationReport>,
+    /// Problems met while measuring (e.g. the server's stats could not be read once).
+    pub warnings: Vec<String>,
+}
+
+/// The whole document.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `"coldwire-bench"`.
+    pub tool: &'static str,
+    /// coldwire's version.
+    pub tool_version: &'static str,
+    /// Start of the benchmark, seconds since the Unix epoch.
+    pub started_unix_seconds: f64,
+    /// The command line, for reproducing.
+    pub command_line: Vec<String>,
+    /// The machine.
+    pub machine: MachineInfo,
+    /// The server under test, as known.
+    pub server: ServerInfo,
+    /// Runs in order.
+    pub runs: Vec<RunReport>,
+    /// True if the benchmark was interrupted (SIGINT/SIGTERM).
+    pub interrupted: bool,
+}
+
+/// Where the benchmark ran.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MachineInfo {
+    /// Host name.
+    pub hostname: String,
+    /// CPUs available to the generator.
+    pub cpus: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPU the generator was pinned to, if any.
+    pub generator_cpu: Option<usize>,
+}
+
+impl MachineInfo {
+    /// Reads what `/proc` says about this machine.
+    pub fn current(generator_cpu: Option<usize>) -> MachineInfo {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .map(|text| text.trim().to_owned())
+                .unwrap_or_default()
+        };
+        MachineInfo {
+            hostname: read("/proc/sys/kernel/hostname"),
+            cpus: std::thread::available_parallelism().map_or(1, |cpus| cpus.get()),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            generator_cpu,
+        }
+    }
+}
+
+/// The server under test.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerInfo {
+    /// Command the generator started (`--spawn`, or the built-in scenario's).
+    pub command: Option<String>,
+    /// Its process id.
+    pub pid: Option<u32>,
+    /// Stats endpoint read.
+    pub stats_url: Option<String>,
+}
