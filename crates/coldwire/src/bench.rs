@@ -60,6 +60,9 @@ pub struct BenchArgs {
     /// per --trickle-interval).
     #[arg(long, default_value = "idle", value_parser = parse_cold_mode)]
     pub cold_mode: ColdMode,
+    /// Send the cold connections here instead of the (first) target's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub cold_target: Option<SocketAddr>,
     /// Cold connections opened per second.
     #[arg(long, default_value_t = 2000.0, value_name = "PER_SECOND")]
     pub cold_rate: f64,
@@ -306,6 +309,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.timeout = seconds(arguments.timeout, "--timeout")?;
     load.cold = arguments.cold;
     load.cold_mode = arguments.cold_mode;
+    load.cold_address = arguments.cold_target;
     load.cold_connect_rate = arguments.cold_rate;
     load.trickle_interval = seconds(arguments.trickle_interval, "--trickle-interval")?;
     load.late_limit = seconds(arguments.late_limit / 1000.0, "--late-limit")?;

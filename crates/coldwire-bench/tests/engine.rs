@@ -1,0 +1,212 @@
+//! End-to-end tests of the generator against small servers written here: a deliberately
+//! slow one (corrected latency grows with the backlog, raw does not), one that never
+//! answers (timeouts), one that resets (resets), one that answers 503 (bad status), and a
+//! closed port (connect errors). Every server is on port 0 and ends with the test; every
+//! run is bounded by its phase's duration plus `--timeout`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::thread;
+use std::time::Duration;
+
+use coldwire_bench::report::RunReport;
+use coldwire_bench::{
+    BenchPlan, Engine, LoadConfig, NoObserver, PhasePlan, Rate, ServerWatch, Target, run_benchmark,
+};
+use coldwire_io::{DriverConfig, EpollPoller, ReadinessDriver};
+
+/// What the test server does with each request.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Answers 200 after this delay (one request at a time per connection).
+    Slow(Duration),
+    /// Reads requests and never answers.
+    Silent,
+    /// Reads a request, then resets the connection (SO_LINGER 0).
+    Reset,
+    /// Answers 503 at once.
+    Unavailable,
+}
+
+/// Reads one request head; false at end of stream or error.
+fn read_head(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+            buffer.drain(..end + 4);
+            return true;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return false,
+            Ok(count) => buffer.extend_from_slice(&chunk[..count]),
+        }
+    }
+}
+
+fn serve_connection(mut stream: TcpStream, behaviour: Behaviour) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+    let mut buffer = Vec::new();
+    while read_head(&mut stream, &mut buffer) {
+        match behaviour {
+            Behaviour::Slow(delay) => {
+                thread::sleep(delay);
+                if stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Behaviour::Silent => {}
+            Behaviour::Reset => {
+                let socket = socket2::Socket::from(stream);
+                let _ = socket.set_linger(Some(Duration::ZERO));
+                return;
+            }
+            Behaviour::Unavailable => {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+                );
+            }
+        }
+    }
+}
+
+/// Starts a server; it accepts until the process ends (threads are detached, each
+/// connection ends when the generator closes it or after 20 s of silence).
+fn start_server(behaviour: Behaviour) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || serve_connection(stream, behaviour));
+        }
+    });
+    address
+}
+
+fn load(address: SocketAddr) -> LoadConfig {
+    LoadConfig::new(vec![Target::parse(&format!("http://{address}/x")).unwrap()])
+}
+
+fn run(load: LoadConfig, rate: f64, seconds: f64) -> RunReport {
+    let driver = ReadinessDriver::<EpollPoller>::new(DriverConfig::default()).unwrap();
+    let mut engine = Engine::new(driver, load, Arc::new(AtomicBool::new(false))).unwrap();
+    let plan = BenchPlan {
+        name: "test".into(),
+        phases: vec![PhasePlan {
+            label: "phase".into(),
+            rate: Rate::PerSecond(rate),
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs_f64(seconds),
+        }],
+        saturate: None,
+        watch: ServerWatch::default(),
+    };
+    run_benchmark(&mut engine, &plan, &mut NoObserver).unwrap()
+}
+
+#[test]
+fn corrected_latency_grows_with_the_backlog_and_raw_latency_does_not() {
+    // One connection, 20 ms per response: capacity 50/s, offered 100/s for 1 s. The
+    // backlog grows by 50 requests per second, so the last requests wait about a second
+    // for the connection, while each one, once sent, still takes about 20 ms.
+    let address = start_server(Behaviour::Slow(Duration::from_millis(20)));
+    let mut config = load(address);
+    config.connections = 1;
+    let report = run(config, 100.0, 1.0);
+    let phase = &report.phases[0];
+    assert_eq!(phase.offered_requests, 100);
+    assert_eq!(
+        phase.missed_slots, 0,
+        "the generator is not the one that is late"
+    );
+    assert_eq!(phase.errors_total, 0, "{:?}", phase.errors);
+    assert_eq!(
+        phase.succeeded_requests, 100,
+        "queued requests are sent, not dropped"
+    );
+    let corrected = &phase.latency.corrected;
+    let raw = &phase.latency.raw;
+    assert!(
+        raw.p50_us >= 20_000.0,
+        "raw latency includes the server's 20 ms: {raw:?}"
+    );
+    assert!(
+        corrected.max_us > 500_000.0,
+        "the last requests waited for the backlog: {corrected:?}"
+    );
+    assert!(
+        corrected.max_us > 5.0 * raw.max_us,
+        "corrected {corrected:?} vs raw {raw:?}"
+    );
+    assert!(
+        corrected.p90_us > 5.0 * raw.p90_us,
+        "the backlog shows in the corrected percentiles, not in the raw ones"
+    );
+    // The achieved rate is the server's capacity, not the offered one.
+    assert!(phase.achieved_rate < 75.0, "{}", phase.achieved_rate);
+}
+
+#[test]
+fn unanswered_requests_are_timeouts() {
+    let address = start_server(Behaviour::Silent);
+    let mut config = load(address);
+    config.connections = 4;
+    config.timeout = Duration::from_millis(300);
+    let report = run(config, 20.0, 0.5);
+    let phase = &report.phases[0];
+    assert_eq!(phase.offered_requests, 10);
+    assert_eq!(phase.succeeded_requests, 0);
+    // Four requests are sent and time out; the others wait for a connection: sent on a
+    // fresh one after a timeout, or dropped after waiting 300 ms (queue timeouts).
+    assert!(phase.errors.timeout >= 4, "{:?}", phase.errors);
+    assert_eq!(
+        phase.errors.timeout + phase.errors.queue_timeout,
+        10,
+        "{:?}",
+        phase.errors
+    );
+    assert_eq!(
+        phase.errors.reset + phase.errors.connect + phase.errors.closed,
+        0
+    );
+}
+
+#[test]
+fn resets_refusals_and_bad_statuses_are_told_apart() {
+    let reset = start_server(Behaviour::Reset);
+    let report = run(load(reset), 50.0, 0.4);
+    let phase = &report.phases[0];
+    assert_eq!(phase.offered_requests, 20);
+    assert_eq!(phase.errors.reset, 20, "{:?}", phase.errors);
+
+    let closed_port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let report = run(load(closed_port), 50.0, 0.4);
+    let phase = &report.phases[0];
+    assert_eq!(phase.errors.connect, 20, "{:?}", phase.errors);
+
+    let unavailable = start_server(Behaviour::Unavailable);
+    let report = run(load(unavailable), 50.0, 0.4);
+    let phase = &report.phases[0];
+    assert_eq!(phase.errors.bad_status, 20, "{:?}", phase.errors);
+    assert_eq!(phase.status_classes[4], 20);
+    assert_eq!(phase.errors_total, 20);
+    assert_eq!(phase.latency.corrected.count, 0, "failures have no latency");
+}
+
+#[test]
+fn one_connection_per_request_opens_a_connection_per_request() {
+    let address = start_server(Behaviour::Slow(Duration::ZERO));
+    let mut config = load(address);
+    config.requests_per_connection = 1;
+    let report = run(config, 100.0, 0.5);
+    let phase = &report.phases[0];
+    assert_eq!(phase.succeeded_requests, 50, "{:?}", phase.errors);
+    assert_eq!(phase.connections_opened, 50);
+}
