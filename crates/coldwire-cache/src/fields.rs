@@ -37,7 +37,7 @@ impl Fields {
     }
 
     /// Every value of `name`, in order.
-    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+    pub fn values<'a, 'n>(&'a self, name: &'n str) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
         self.entries
             .iter()
             .filter(move |(field, _)| field.eq_ignore_ascii_case(name))

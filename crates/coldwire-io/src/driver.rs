@@ -219,6 +219,15 @@ pub trait Driver {
     /// Arms one receive on the connection. Does nothing if one is already armed.
     fn recv(&mut self, connection: ConnectionId);
 
+    /// Arms one receive that tries the socket at once, even when the last receive drained
+    /// it. For streams whose end may already be pending — a close-delimited response body,
+    /// an origin that closes right after its last byte — which an edge-triggered poller
+    /// reports together with the data and never again. Costs at most one `EAGAIN` more than
+    /// [`Driver::recv`]; the default is `recv` (completion drivers have no such gap).
+    fn recv_eager(&mut self, connection: ConnectionId) {
+        self.recv(connection);
+    }
+
     /// Queues output; nothing is written until [`Driver::flush`].
     fn send(&mut self, connection: ConnectionId, chunk: Chunk);
 

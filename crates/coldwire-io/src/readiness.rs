@@ -617,6 +617,13 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         }
     }
 
+    fn recv_eager(&mut self, id: ConnectionId) {
+        if let Some(connection) = self.connection_mut(id) {
+            connection.flags |= MAY_READ;
+        }
+        self.recv(id);
+    }
+
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
         if chunk.is_empty() {
             return;

@@ -11,6 +11,7 @@ pub mod error;
 pub mod file_cache;
 pub mod origin;
 pub mod output;
+pub mod proxy;
 pub mod server;
 pub mod session;
 pub mod stats;

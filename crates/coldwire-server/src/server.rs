@@ -38,8 +38,8 @@ pub struct RunningServer {
 /// A cloneable handle that asks the server to shut down (for the signal thread).
 #[derive(Clone)]
 pub struct StopHandle {
-    stop: Arc<AtomicBool>,
-    wakers: Vec<Waker>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) wakers: Vec<Waker>,
 }
 
 impl StopHandle {
@@ -53,7 +53,7 @@ impl StopHandle {
     }
 }
 
-fn bind(address: SocketAddr, backlog: i32) -> Result<TcpListener, ServerError> {
+pub(crate) fn bind(address: SocketAddr, backlog: i32) -> Result<TcpListener, ServerError> {
     let fail = |source| ServerError::Listen { address, source };
     let socket = Socket::new(
         Domain::for_address(address),

@@ -21,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve static files from a directory (the origin server).
     Serve(ServeArgs),
+    /// A caching forward proxy (or reverse proxy with --reverse), with CONNECT tunnels.
+    Proxy(ProxyArgs),
     /// Realistic load: open-loop hot clients, cold connections, server cost per request
     /// (no arguments: a built-in scenario against a `coldwire serve` it starts itself).
     Bench(crate::bench::BenchArgs),
@@ -72,6 +74,77 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
     /// Seconds in-flight responses get to finish after SIGINT/SIGTERM.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub shutdown_grace: f64,
+}
+
+/// How `coldwire proxy` moves response bodies.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum DataPathArg {
+    /// Through user space (a copy kept for the cache on the way).
+    Copy,
+    /// splice(2) through pooled pipes above --splice-threshold (not implemented yet).
+    Splice,
+}
+
+/// `coldwire proxy`.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Address to listen on (port 0 picks a free one; the real address is printed).
+    #[arg(long, default_value = "127.0.0.1:3128")]
+    pub listen: SocketAddr,
+    /// Be a reverse proxy for this origin (http://HOST:PORT) instead of a forward proxy.
+    #[arg(long, value_name = "URL")]
+    pub reverse: Option<String>,
+    /// Also allow clients from this network (repeatable; loopback is always allowed).
+    #[arg(long, value_name = "CIDR")]
+    pub allow: Vec<String>,
+    /// Event mechanism: select, poll or epoll (default: the best this kernel allows).
+    #[arg(long = "io", value_name = "BACKEND")]
+    pub backend: Option<Backend>,
+    /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Pin worker i to CPU i.
+    #[arg(long)]
+    pub pin: bool,
+    /// Cache size in bytes, shared by all workers (0 turns caching off).
+    #[arg(long, default_value_t = 256 << 20)]
+    pub cache_bytes: u64,
+    /// Largest response body stored in the cache.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub max_object_bytes: u64,
+    /// Revalidate every cache hit with the origin (If-Modified-Since / If-None-Match).
+    #[arg(long)]
+    pub revalidate_always: bool,
+    /// Data path for response bodies.
+    #[arg(long, value_enum, default_value = "copy")]
+    pub data_path: DataPathArg,
+    /// Bodies at least this long take the splice path.
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub splice_threshold: u64,
+    /// Seconds allowed for a whole request head once it has started.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub header_timeout: f64,
+    /// Seconds a client connection (or a silent tunnel) may idle.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub idle_timeout: f64,
+    /// Seconds a response may make no progress towards a client.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub write_timeout: f64,
+    /// Seconds to connect to an origin and for each wait on it (504 after).
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub upstream_timeout: f64,
+    /// Idle upstream connections kept per origin.
+    #[arg(long, default_value_t = 32)]
+    pub pool_per_origin: usize,
+    /// Seconds an idle upstream connection is kept.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub pool_idle_timeout: f64,
+    /// Most connections open at once, clients and origins together.
+    #[arg(long, default_value_t = 19_000)]
+    pub max_connections: usize,
+    /// Seconds in-flight exchanges get to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub shutdown_grace: f64,
 }

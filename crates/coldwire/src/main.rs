@@ -4,6 +4,7 @@
 
 mod bench;
 mod cli;
+mod proxy;
 mod serve;
 
 use clap::Parser;
@@ -18,6 +19,7 @@ fn main() -> std::process::ExitCode {
     let arguments = cli::Cli::parse();
     let result = match arguments.command {
         cli::Command::Serve(serve) => serve::run(serve),
+        cli::Command::Proxy(proxy) => proxy::run(proxy),
         cli::Command::Bench(bench) => bench::run(bench),
     };
     match result {

@@ -1,0 +1,242 @@
+//! The cache on the request path: the key of a request, the lookup (fresh hit answered at
+//! once, client conditionals included; stale or `--revalidate-always` entries revalidated
+//! with the stored validators), answering from a stored response (`Age`, `Cache-Status`,
+//! the body's shared `Bytes` without a copy), and the `304` refresh.
+
+use std::sync::Arc;
+
+use coldwire_cache::{CacheControl, CacheStatus, Fields, Forward, Lookup, StoredResponse};
+use coldwire_http::etag::list_matches;
+use coldwire_http::{ETag, Method, RequestHead, Version, parse_http_date};
+use coldwire_io::{Chunk, Driver};
+
+use super::client::{Destination, Routed};
+use super::head::{ClientFraming, ClientHead, write_client_head};
+use super::state::{CacheWork, Client};
+use super::worker::Worker;
+use crate::output::Output;
+
+/// Whether a client's conditionals (`If-None-Match`, else `If-Modified-Since`) are
+/// satisfied by a stored response, so the answer is `304`.
+pub(super) fn client_not_modified<'a>(
+    field: impl Fn(&str) -> Option<&'a [u8]>,
+    stored: &StoredResponse,
+) -> bool {
+    if !(200..300).contains(&stored.status) {
+        return false;
+    }
+    if let Some(value) = field("if-none-match") {
+        let etag = stored.fields.get("etag").and_then(ETag::parse);
+        return list_matches(value, etag.as_ref(), false);
+    }
+    match (
+        field("if-modified-since").and_then(parse_http_date),
+        stored.fields.get("last-modified").and_then(parse_http_date),
+    ) {
+        (Some(since), Some(modified)) => modified <= since,
+        _ => false,
+    }
+}
+
+/// What the cache decided for a request.
+pub(super) enum CacheDecision {
+    /// Answered from the store (or refused with `only-if-cached`).
+    Answered(Routed),
+    /// Goes to the origin with this cache work.
+    Forward(CacheWork),
+}
+
+/// A response answered from the store.
+pub(super) struct FromStore<'a> {
+    pub stored: &'a StoredResponse,
+    pub version: Version,
+    pub keep_alive: bool,
+    pub head_only: bool,
+    pub not_modified: bool,
+    pub status: CacheStatus,
+}
+
+fn request_directives(head: &RequestHead<'_>) -> CacheControl {
+    let mut directives = CacheControl::parse(head.header_values("cache-control"));
+    if head.header("cache-control").is_none()
+        && head
+            .header_values("pragma")
+            .any(|value| coldwire_http::fields::has_token(value, b"no-cache"))
+    {
+        directives.no_cache = true;
+    }
+    directives
+}
+
+fn bypass() -> CacheWork {
+    CacheWork {
+        key: None,
+        forward: Forward::Bypass,
+        stored: None,
+        request_directives: CacheControl::default(),
+        request_fields: Fields::new(),
+    }
+}
+
+impl<D: Driver> Worker<D> {
+    /// Looks the request up: a fresh hit is answered into `output`; otherwise the cache
+    /// work for the exchange is returned.
+    pub(super) fn try_cache(
+        &mut self,
+        client: &mut Client,
+        head: &RequestHead<'_>,
+        destination: &Destination<'_>,
+        output: &mut Output,
+    ) -> CacheDecision {
+        let Some(store) = self.store.clone() else {
+            return CacheDecision::Forward(bypass());
+        };
+        let mut key = String::with_capacity(
+            16 + destination.authority.len() + destination.path_and_query.len(),
+        );
+        key.push_str("http://");
+        key.push_str(&destination.authority.to_ascii_lowercase());
+        key.push_str(destination.path_and_query);
+        if !head.method().is_get_or_head() {
+            if !matches!(head.method(), Method::Options | Method::Trace) {
+                // An unsafe method invalidates what is stored for its target (RFC 9111 §4.4).
+                store.invalidate(&key);
+            }
+            return CacheDecision::Forward(bypass());
+        }
+        let directives = request_directives(head);
+        let lookup = store.lookup(&key, |name| head.header_values(name).collect());
+        let mut fields = Fields::new();
+        for (name, value) in head.headers() {
+            fields.push(name, value);
+        }
+        let mut work = CacheWork {
+            key: Some(key),
+            forward: Forward::UriMiss,
+            stored: None,
+            request_directives: directives,
+            request_fields: fields,
+        };
+        match lookup {
+            Lookup::Found(stored) => {
+                let fresh = stored.is_fresh_for(self.wall_clock, &directives);
+                if fresh && !self.config.revalidate_always {
+                    let answer = FromStore {
+                        stored: &stored,
+                        version: head.version(),
+                        keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
+                        head_only: head.method() == Method::Head,
+                        not_modified: client_not_modified(|name| head.header(name), &stored),
+                        status: CacheStatus::hit(stored.ttl(self.wall_clock)),
+                    };
+                    let keep_alive = answer.keep_alive;
+                    self.answer_from_store(&answer, output);
+                    let _ = client;
+                    return CacheDecision::Answered(if keep_alive {
+                        Routed::Answered
+                    } else {
+                        Routed::AnsweredThenClose
+                    });
+                }
+                work.forward = if directives.no_cache {
+                    Forward::Request
+                } else {
+                    Forward::Stale
+                };
+                work.stored = Some(stored);
+            }
+            Lookup::VaryMiss => work.forward = Forward::VaryMiss,
+            Lookup::Miss => {}
+        }
+        if directives.only_if_cached {
+            let status = coldwire_http::Status::GATEWAY_TIMEOUT;
+            let keep_alive = head.keep_alive();
+            return CacheDecision::Answered(self.answer_error(
+                client,
+                head.version(),
+                status,
+                keep_alive,
+                output,
+            ));
+        }
+        CacheDecision::Forward(work)
+    }
+
+    /// Writes a response from the store into `output`.
+    pub(super) fn answer_from_store(&mut self, answer: &FromStore<'_>, output: &mut Output) {
+        let stored = answer.stored;
+        let status = if answer.not_modified {
+            304
+        } else {
+            stored.status
+        };
+        let framing = if answer.not_modified {
+            ClientFraming::Empty(None)
+        } else {
+            ClientFraming::Length(stored.body_len)
+        };
+        let head = ClientHead {
+            version: answer.version,
+            status,
+            reason: "",
+            fields: &stored.fields,
+            framing,
+            keep_alive: answer.keep_alive,
+            age: Some(stored.age(self.wall_clock).as_secs()),
+            name: &self.config.name,
+            cache_status: Some(answer.status),
+            date: self.date.bytes(),
+        };
+        write_client_head(output.bytes(&mut self.driver), &head);
+        let mut body_bytes = 0;
+        if !answer.not_modified && !answer.head_only {
+            for piece in &stored.body {
+                body_bytes += piece.len() as u64;
+                output.chunk(&mut self.driver, Chunk::Shared(piece.clone()));
+            }
+        }
+        self.http.count_response(status);
+        self.http.body_bytes += body_bytes;
+    }
+
+    /// A `304` answered a revalidation: refresh the stored response and answer the client
+    /// from it.
+    pub(super) fn refresh_from_304(
+        &mut self,
+        client: &mut Client,
+        not_modified: &Fields,
+        output: &mut Output,
+    ) -> bool {
+        let Some(exchange) = client.exchange.as_ref() else {
+            return false;
+        };
+        let (Some(stored), Some(key), Some(store)) = (
+            exchange.cache.stored.as_ref(),
+            exchange.cache.key.as_ref(),
+            self.store.clone(),
+        ) else {
+            return false;
+        };
+        let refreshed: Arc<StoredResponse> =
+            Arc::new(stored.refreshed(not_modified, exchange.request_time, self.wall_clock));
+        let fields = &exchange.cache.request_fields;
+        let mut status = CacheStatus::forward(exchange.cache.forward);
+        status.forward_status = Some(304);
+        status.stored = true;
+        status.ttl = Some(refreshed.ttl(self.wall_clock));
+        let answer = FromStore {
+            stored: &refreshed,
+            version: exchange.version,
+            keep_alive: exchange.keep_alive,
+            head_only: exchange.head_only,
+            not_modified: client_not_modified(|name| fields.get(name), &refreshed),
+            status,
+        };
+        self.answer_from_store(&answer, output);
+        let key = key.clone();
+        if let Ok(response) = Arc::try_unwrap(refreshed) {
+            store.insert(&key, response);
+        }
+        true
+    }
+}

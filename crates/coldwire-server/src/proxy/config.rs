@@ -1,0 +1,126 @@
+//! `ProxyConfig`: everything `coldwire proxy` can be told, with the defaults a serious
+//! proxy on this machine wants. Every limit is explicit here.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coldwire_cache::StoreConfig;
+use coldwire_http::Limits;
+use coldwire_io::Backend;
+
+use super::acl::Acl;
+
+/// Where requests go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A forward proxy: clients send absolute-form targets (`GET http://host/path`) and
+    /// `CONNECT host:port`.
+    Forward,
+    /// A reverse proxy in front of one origin: origin-form targets go to `host:port`.
+    Reverse {
+        /// The origin's host (name or IP literal), also sent as `Host`.
+        host: String,
+        /// The origin's port.
+        port: u16,
+    },
+}
+
+/// How response bodies move from the origin to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataPath {
+    /// Read into user space, write from there (a copy kept for the cache on the way).
+    Copy,
+    /// splice(2) through pooled pipes for bodies above the threshold. Not implemented yet:
+    /// the proxy refuses to start with it (see docs/proxy.md).
+    Splice,
+}
+
+/// Configuration of the caching proxy.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Forward or reverse.
+    pub mode: Mode,
+    /// Address to listen on (port 0 picks one).
+    pub listen: SocketAddr,
+    /// Event mechanism.
+    pub backend: Backend,
+    /// Worker threads, each with its own `SO_REUSEPORT` listener and event loop.
+    pub workers: usize,
+    /// Pin worker `i` to CPU `i mod cores`.
+    pub pin_workers: bool,
+    /// Clients allowed to use the proxy (loopback only by default).
+    pub acl: Acl,
+    /// Request head limits.
+    pub limits: Limits,
+    /// Largest response head accepted from an origin (502 beyond).
+    pub max_response_head_bytes: usize,
+    /// Time allowed for a whole request head once its first byte has arrived.
+    pub header_timeout: Duration,
+    /// Keep-alive idle time of a client connection (and of a silent CONNECT tunnel).
+    pub idle_timeout: Duration,
+    /// How long a response may make no progress towards a client.
+    pub write_timeout: Duration,
+    /// How long a closing connection keeps draining the client's leftovers.
+    pub linger_timeout: Duration,
+    /// Connecting to an origin and each wait for its bytes (504 when it passes before the
+    /// response has started).
+    pub upstream_timeout: Duration,
+    /// Idle upstream connections kept per origin address.
+    pub pool_per_origin: usize,
+    /// How long an idle upstream connection is kept.
+    pub pool_idle_timeout: Duration,
+    /// How long a resolved host name is reused.
+    pub resolver_ttl: Duration,
+    /// The cache; `None` turns caching off.
+    pub cache: Option<StoreConfig>,
+    /// Revalidate every hit with the origin (seed 000 §5.1: an IMS per request, the body
+    /// served from the cache when the origin answers 304).
+    pub revalidate_always: bool,
+    /// Data path for response bodies.
+    pub data_path: DataPath,
+    /// Bodies at least this long take the splice path when `data_path` is `Splice`.
+    pub splice_threshold: u64,
+    /// Most connections open at once (clients and origins), over all workers.
+    pub max_connections: usize,
+    /// JSON stats endpoint address (off when `None`).
+    pub admin: Option<SocketAddr>,
+    /// On shutdown, how long in-flight exchanges may take.
+    pub shutdown_grace: Duration,
+    /// Listen backlog per worker socket.
+    pub backlog: i32,
+    /// The name in `Via` and `Cache-Status` (a token).
+    pub name: String,
+}
+
+impl ProxyConfig {
+    /// The defaults: a forward proxy on 127.0.0.1:3128 with a 256 MiB cache.
+    pub fn new(mode: Mode) -> ProxyConfig {
+        ProxyConfig {
+            mode,
+            listen: SocketAddr::from(([127, 0, 0, 1], 3128)),
+            backend: Backend::best_available(),
+            workers: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
+            pin_workers: false,
+            acl: Acl::loopback(),
+            limits: Limits::default(),
+            max_response_head_bytes: 64 * 1024,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(60),
+            linger_timeout: Duration::from_secs(2),
+            upstream_timeout: Duration::from_secs(30),
+            pool_per_origin: 32,
+            pool_idle_timeout: Duration::from_secs(30),
+            resolver_ttl: Duration::from_secs(30),
+            cache: Some(StoreConfig::default()),
+            revalidate_always: false,
+            data_path: DataPath::Copy,
+            splice_threshold: 64 * 1024,
+            max_connections: 19_000,
+            admin: None,
+            shutdown_grace: Duration::from_secs(10),
+            backlog: 4096,
+            name: "coldwire".to_owned(),
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Message heads as the proxy rewrites them: the request sent upstream (origin-form target,
+//! `Host`, hop-by-hop fields removed, `Via` added, validators for a revalidation), the
+//! response head parsed from the origin into owned [`Fields`], and the response head
+//! written to the client (its own framing, `Via`, `Age`, `Cache-Status`, `Connection`).
+//!
+//! Invariants: hop-by-hop fields — `Connection` and every field it names, `Keep-Alive`,
+//! `Proxy-*`, `TE`, `Trailer`, `Upgrade`, and the framing fields the proxy rewrites — never
+//! cross the proxy; every field value written comes from a parsed (validated) head, so no
+//! CR or LF can be injected.
+
+use coldwire_cache::{CacheStatus, Fields, StoredResponse};
+use coldwire_http::fields::comma_list;
+use coldwire_http::{
+    HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version, connection_header,
+    format_http_date, parse_response_head,
+};
+
+/// Most fields accepted in an origin's response head.
+const MAX_RESPONSE_FIELDS: usize = 100;
+
+fn is_hop_by_hop(name: &[u8]) -> bool {
+    const FIXED: [&[u8]; 6] = [
+        b"connection",
+        b"keep-alive",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"transfer-encoding",
+    ];
+    FIXED.iter().any(|fixed| name.eq_ignore_ascii_case(fixed))
+        || name
+            .get(..6)
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(b"proxy-"))
+}
+
+/// Names listed in `Connection` fields (they are hop-by-hop too).
+fn connection_named<'a>(connection_values: impl Iterator<Item = &'a [u8]>) -> Vec<&'a [u8]> {
+    connection_values.flat_map(comma_list).collect()
+}
+
+fn named_in(list: &[&[u8]], name: &[u8]) -> bool {
+    list.iter().any(|named| named.eq_ignore_ascii_case(name))
+}
+
+/// How many `Via` members of a request name this proxy (`1.1 NAME`): a request that has
+/// passed through us before is a loop.
+pub fn via_hops(head: &RequestHead<'_>, name: &str) -> usize {
+    head.header_values("via")
+        .flat_map(comma_list)
+        .filter(|member| {
+            member
+                .split(|&byte| byte == b' ')
+                .nth(1)
+                .is_some_and(|received_by| received_by == name.as_bytes())
+        })
+        .count()
+}
+
+/// Writes the request head sent to the origin: `METHOD path HTTP/1.1`, `Host`, the
+/// client's end-to-end fields, `Via`, and — for a revalidation on the cache's behalf — the
+/// stored response's validators instead of the client's conditionals.
+pub fn write_upstream_request(
+    out: &mut Vec<u8>,
+    head: &RequestHead<'_>,
+    path_and_query: &str,
+    host: &str,
+    via_name: &str,
+    revalidate: Option<&StoredResponse>,
+) {
+    out.extend_from_slice(head.method_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path_and_query.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(host.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    let named = connection_named(head.header_values("connection"));
+    for (name, value) in head.headers() {
+        let bytes = name.as_bytes();
+        let framing = bytes.eq_ignore_ascii_case(b"transfer-encoding");
+        if bytes.eq_ignore_ascii_case(b"host")
+            || (is_hop_by_hop(bytes) && !framing)
+            || named_in(&named, bytes)
+        {
+            continue;
+        }
+        if revalidate.is_some()
+            && (bytes.eq_ignore_ascii_case(b"if-none-match")
+                || bytes.eq_ignore_ascii_case(b"if-modified-since")
+                || bytes.eq_ignore_ascii_case(b"if-match")
+                || bytes.eq_ignore_ascii_case(b"if-unmodified-since")
+                || bytes.eq_ignore_ascii_case(b"if-range")
+                || bytes.eq_ignore_ascii_case(b"range"))
+        {
+            continue;
+        }
+        write_field(out, bytes, value);
+    }
+    if let Some(stored) = revalidate {
+        if let Some(etag) = stored.fields.get("etag") {
+            write_field(out, b"If-None-Match", etag);
+        }
+        if let Some(modified) = stored
+            .fields
+            .get("last-modified")
+            .or_else(|| stored.fields.get("date"))
+        {
+            write_field(out, b"If-Modified-Since", modified);
+        }
+    }
+    write_field(out, b"Via", format!("1.1 {via_name}").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn write_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// An origin's response head, owned.
+#[derive(Debug)]
+pub struct UpstreamResponse {
+    /// Status code.
+    pub status: u16,
+    /// Reason phrase as sent (may be empty).
+    pub reason: String,
+    /// Every field as sent.
+    pub fields: Fields,
+    /// How the body is delimited.
+    pub framing: ResponseFraming,
+    /// Whether the origin connection may be reused afterwards.
+    pub keep_alive: bool,
+    /// Bytes of the head.
+    pub head_len: usize,
+}
+
+/// Parses an origin's response head; `Ok(None)` while incomplete. Heads over `max_bytes`
+/// and malformed ones are errors (the proxy answers 502).
+pub fn parse_upstream_response(
+    input: &[u8],
+    request_was_head: bool,
+    max_bytes: usize,
+) -> Result<Option<UpstreamResponse>, HttpError> {
+    let Some(head) = parse_response_head(input, request_was_head)? else {
+        if input.len() > max_bytes {
+            return Err(HttpError::HeadTooLarge);
+        }
+        return Ok(None);
+    };
+    let mut raw = [httparse::EMPTY_HEADER; MAX_RESPONSE_FIELDS];
+    let mut response = httparse::Response::new(&mut raw);
+    if !matches!(response.parse(input), Ok(httparse::Status::Complete(_))) {
+        return Err(HttpError::BadRequest("malformed response head"));
+    }
+    let mut fields = Fields::new();
+    for field in response.headers.iter() {
+        fields.push(field.name, field.value);
+    }
+    Ok(Some(UpstreamResponse {
+        status: head.status,
+        reason: response.reason.unwrap_or("").to_owned(),
+        fields,
+        framing: head.framing,
+        keep_alive: head.keep_alive,
+        head_len: head.head_len,
+    }))
+}
+
+/// The end-to-end fields of a response, as the cache stores them (hop-by-hop and framing
+/// fields removed).
+pub fn end_to_end(fields: &Fields) -> Fields {
+    let named = connection_named(fields.values("connection"));
+    let mut kept = Fields::new();
+    for (name, value) in fields.iter() {
+        let bytes = name.as_bytes();
+        if is_hop_by_hop(bytes)
+            || named_in(&named, bytes)
+            || bytes.eq_ignore_ascii_case(b"content-length")
+        {
+            continue;
+        }
+        kept.push(name, value);
+    }
+    kept
+}
+
+/// How the body written to the client is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientFraming {
+    /// No body follows; a `Content-Length` the origin sent (HEAD, 304) is passed on.
+    Empty(Option<u64>),
+    /// `Content-Length`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Until the connection closes.
+    UntilClose,
+}
+
+/// What goes into a response head written to the client.
+pub struct ClientHead<'a> {
+    /// Version of the client's request (decides `Connection`).
+    pub version: Version,
+    /// Status code.
+    pub status: u16,
+    /// Reason phrase.
+    pub reason: &'a str,
+    /// End-to-end fields (hop-by-hop ones are skipped anyway).
+    pub fields: &'a Fields,
+    /// Body framing towards the client.
+    pub framing: ClientFraming,
+    /// Whether the client connection stays open.
+    pub keep_alive: bool,
+    /// `Age` to send (replacing the field's), on responses served from the cache.
+    pub age: Option<u64>,
+    /// This proxy's name (Via, Cache-Status).
+    pub name: &'a str,
+    /// `Cache-Status` to send, if the cache is on.
+    pub cache_status: Option<CacheStatus>,
+    /// The current date, used when the origin sent none.
+    pub date: &'a [u8; HTTP_DATE_LEN],
+}
+
+/// Writes a response head for the client.
+pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(itoa::Buffer::new().format(head.status).as_bytes());
+    out.push(b' ');
+    let reason = if head.reason.is_empty() {
+        coldwire_http::Status::from_u16(head.status).map_or("Unknown", |status| status.reason())
+    } else {
+        head.reason
+    };
+    out.extend_from_slice(reason.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    let named = connection_named(head.fields.values("connection"));
+    let mut has_date = false;
+    for (name, value) in head.fields.iter() {
+        let bytes = name.as_bytes();
+        if is_hop_by_hop(bytes) || named_in(&named, bytes) {
+            continue;
+        }
+        if bytes.eq_ignore_ascii_case(b"content-length")
+            && !matches!(head.framing, ClientFraming::Empty(_))
+        {
+            continue;
+        }
+        if bytes.eq_ignore_ascii_case(b"age") && head.age.is_some() {
+            continue;
+        }
+        has_date |= bytes.eq_ignore_ascii_case(b"date");
+        write_field(out, bytes, value);
+    }
+    if !has_date {
+        write_field(out, b"Date", head.date);
+    }
+    match head.framing {
+        ClientFraming::Length(length) => {
+            write_field(
+                out,
+                b"Content-Length",
+                itoa::Buffer::new().format(length).as_bytes(),
+            );
+        }
+        ClientFraming::Empty(Some(length)) if head.fields.get("content-length").is_none() => {
+            write_field(
+                out,
+                b"Content-Length",
+                itoa::Buffer::new().format(length).as_bytes(),
+            );
+        }
+        ClientFraming::Chunked => write_field(out, b"Transfer-Encoding", b"chunked"),
+        ClientFraming::Empty(_) | ClientFraming::UntilClose => {}
+    }
+    if let Some(age) = head.age {
+        write_field(out, b"Age", itoa::Buffer::new().format(age).as_bytes());
+    }
+    write_field(out, b"Via", format!("1.1 {}", head.name).as_bytes());
+    if let Some(status) = head.cache_status {
+        out.extend_from_slice(b"Cache-Status: ");
+        status.write_value(head.name, out);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(connection_header(head.version, head.keep_alive));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The current date as a header value (for tests and callers without a date cache).
+pub fn date_now() -> [u8; HTTP_DATE_LEN] {
+    format_http_date(std::time::SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coldwire_http::{Limits, Parsed, parse_request};
+
+    fn request(text: &str) -> Vec<u8> {
+        let bytes = text.as_bytes();
+        let Ok(Parsed::Complete { head, .. }) = parse_request(bytes, &Limits::default()) else {
+            panic!("bad test request");
+        };
+        let mut out = Vec::new();
+        write_upstream_request(
+            &mut out,
+            &head,
+            "/p?q=1",
+            "example.test:8080",
+            "coldwire",
+            None,
+        );
+        out
+    }
+
+    #[test]
+    fn upstream_request_drops_hop_by_hop_and_adds_via() {
+        let out = request(
+            "GET http://example.test:8080/p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\n\
+             Connection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\n\
+             Proxy-Authorization: Basic x\r\nTE: trailers\r\nUpgrade: h2c\r\n\
+             Accept: */*\r\n\r\n",
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "GET /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\nAccept: */*\r\nVia: 1.1 coldwire\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn chunked_request_keeps_its_framing() {
+        let out = request(
+            "POST http://example.test:8080/p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains("Transfer-Encoding: chunked\r\n")
+        );
+    }
+
+    #[test]
+    fn response_parsing_and_client_head() {
+        let raw = b"HTTP/1.1 200 Fine\r\nConnection: close, X-Hop\r\nX-Hop: a\r\n\
+                    Content-Length: 3\r\nAge: 4\r\nETag: \"v\"\r\n\r\nabc";
+        let response = parse_upstream_response(raw, false, 1024).unwrap().unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.framing, ResponseFraming::Length(3));
+        assert!(!response.keep_alive);
+        let stored = end_to_end(&response.fields);
+        assert!(stored.get("x-hop").is_none() && stored.get("content-length").is_none());
+        let mut out = Vec::new();
+        let date = *b"Sun, 22 Nov 2026 10:00:00 GMT";
+        write_client_head(
+            &mut out,
+            &ClientHead {
+                version: Version::Http11,
+                status: response.status,
+                reason: &response.reason,
+                fields: &response.fields,
+                framing: ClientFraming::Length(3),
+                keep_alive: true,
+                age: Some(9),
+                name: "coldwire",
+                cache_status: Some(CacheStatus::hit(1)),
+                date: &date,
+            },
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "HTTP/1.1 200 Fine\r\nETag: \"v\"\r\nDate: Sun, 22 Nov 2026 10:00:00 GMT\r\n\
+             Content-Length: 3\r\nAge: 9\r\nVia: 1.1 coldwire\r\n\
+             Cache-Status: coldwire; hit; ttl=1\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn oversized_and_garbage_heads_are_errors() {
+        assert!(parse_upstream_response(b"HTTP/1.1 200 OK\r\nX: y", false, 10).is_err());
+        assert!(parse_upstream_response(b"garbage\r\n\r\n", false, 1000).is_err());
+        assert!(
+            parse_upstream_response(b"HTTP/1.1 200 OK\r\n", false, 1000)
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! `coldwire proxy`: a caching forward and reverse proxy with CONNECT tunnels, on the same
+//! I/O layer as the origin server (every backend runs the same logic).
+//!
+//! Layout, one job per file: `config.rs` (what can be configured), `acl.rs` (who may use
+//! it), `resolver.rs` (names without blocking the loop), `pool.rs` (idle upstream
+//! connections), `head.rs` (message heads rewritten across the proxy), `state.rs` (the
+//! per-connection state), `worker.rs` (the loop and completion dispatch), `client.rs` (the
+//! downstream request path), `forward.rs` (upstream connections and request bodies),
+//! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
+//! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop).
+
+pub mod acl;
+mod cache_fill;
+mod client;
+pub mod config;
+mod forward;
+pub mod head;
+pub mod pool;
+pub mod resolver;
+mod response;
+pub mod server;
+mod state;
+mod tunnel;
+mod worker;
+
+pub use acl::{Acl, Cidr};
+pub use config::{DataPath, Mode, ProxyConfig};
+pub use server::RunningProxy;

@@ -1,0 +1,421 @@
+//! Responses from the origin to the client: the head (parsed, interim `1xx` skipped,
+//! rewritten for the client, `Cache-Status`), then the body streamed as it arrives —
+//! Content-Length, chunked (forwarded as received, decoded for the cache) or
+//! close-delimited (re-chunked for a keep-alive HTTP/1.1 client) — with a copy collected
+//! for the cache while it streams (no store-then-forward delay), and back-pressure: the
+//! origin is read again only once the client has taken what was sent.
+//!
+//! Invariants: a body that ends early (reset, or close before its length) never reaches
+//! the store — its fill is dropped — and the client connection is closed without the
+//! message's end, so the client sees an error; an origin connection returns to the pool
+//! only after a complete, well-framed response with no surplus bytes.
+
+use bytes::Bytes;
+use coldwire_cache::{CacheStatus, Fields, Storability, VaryKey, storability};
+use coldwire_http::{ResponseFraming, Status, Version};
+use coldwire_io::{Buffer, Chunk, Driver, Flush};
+
+use super::head::{
+    ClientFraming, ClientHead, UpstreamResponse, end_to_end, parse_upstream_response,
+    write_client_head,
+};
+use super::state::{Client, Origin, OriginState, Progress};
+use super::worker::{Step, Worker};
+use crate::output::Output;
+use crate::session::Phase;
+
+impl<D: Driver> Worker<D> {
+    /// Bytes from an origin connection.
+    pub(super) fn on_origin_data(&mut self, origin: Origin, buffer: Buffer) {
+        match origin.state {
+            OriginState::Idle => {
+                // An idle connection must stay silent; anything else makes it unusable.
+                self.driver.recycle(buffer);
+                self.close_origin(origin);
+            }
+            OriginState::Tunnel(client_id) => self.tunnel_from_origin(origin, client_id, buffer),
+            OriginState::Exchange(client_id) => {
+                let Some(mut client) = self.take_client(client_id) else {
+                    self.driver.recycle(buffer);
+                    self.driver.close(origin.id);
+                    return;
+                };
+                let step = self.response_bytes(&mut client, origin, buffer.filled());
+                self.driver.recycle(buffer);
+                self.put_client(client, step);
+            }
+        }
+    }
+
+    fn response_bytes(&mut self, client: &mut Client, mut origin: Origin, bytes: &[u8]) -> Step {
+        origin.received_any = true;
+        let started = client
+            .exchange
+            .as_ref()
+            .is_some_and(|exchange| exchange.response.is_some());
+        let complete = if started {
+            self.feed_body(client, bytes, &mut origin)
+        } else {
+            origin.head.extend_from_slice(bytes);
+            match self.take_head(client, &mut origin) {
+                Err(status) => {
+                    self.driver.close(origin.id);
+                    if let Some(exchange) = client.exchange.as_mut() {
+                        exchange.origin = None;
+                    }
+                    return self.fail_before_response(client, status);
+                }
+                Ok(None) => {
+                    let deadline = self.upstream_deadline();
+                    self.driver.set_timer(origin.id, deadline);
+                    self.driver.recv_eager(origin.id);
+                    self.put_origin(origin);
+                    return Step::Keep;
+                }
+                Ok(Some(rest)) => {
+                    let complete = self.feed_body(client, &rest, &mut origin);
+                    origin.head = rest;
+                    origin.head.clear();
+                    complete
+                }
+            }
+        };
+        if complete {
+            return self.finish_response(client, Some(origin));
+        }
+        let id = origin.id;
+        self.put_origin(origin);
+        match self.driver.flush(client.session.id) {
+            Flush::Done => {
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(id, deadline);
+                self.driver.recv_eager(id);
+                Step::Keep
+            }
+            Flush::Pending => {
+                if let Some(mut origin) = self.take_origin(id) {
+                    origin.waiting_for_client = true;
+                    // The client is slow, not the origin: the client's write timeout rules.
+                    self.driver.cancel_timer(id);
+                    self.put_origin(origin);
+                }
+                client.session.enter(&mut self.driver, Phase::Writing);
+                client.session.progress_mark = self.driver.unsent_bytes(client.session.id);
+                let due = self.driver.now() + self.write_timeout();
+                client.session.set_deadline(&mut self.driver, due);
+                Step::Keep
+            }
+            Flush::Failed(_) => Step::Close,
+        }
+    }
+
+    /// Parses the response head once complete, answers it, and returns the body bytes
+    /// that followed it.
+    fn take_head(
+        &mut self,
+        client: &mut Client,
+        origin: &mut Origin,
+    ) -> Result<Option<Vec<u8>>, Status> {
+        let head_only = client
+            .exchange
+            .as_ref()
+            .is_some_and(|exchange| exchange.head_only);
+        loop {
+            let parsed = parse_upstream_response(
+                &origin.head,
+                head_only,
+                self.config.max_response_head_bytes,
+            )
+            .map_err(|_| Status::BAD_GATEWAY)?;
+            let Some(response) = parsed else {
+                return Ok(None);
+            };
+            if (100..200).contains(&response.status) {
+                if response.status == 101 {
+                    return Err(Status::BAD_GATEWAY);
+                }
+                // Interim responses are not forwarded (Expect was answered by the proxy).
+                origin.head.drain(..response.head_len);
+                continue;
+            }
+            let rest = origin.head.split_off(response.head_len);
+            self.begin_response(client, response);
+            return Ok(Some(rest));
+        }
+    }
+
+    fn begin_response(&mut self, client: &mut Client, response: UpstreamResponse) {
+        let mut output = Output::new(client.session.id);
+        let Some(exchange) = client.exchange.as_mut() else {
+            return;
+        };
+        let stored_fields = end_to_end(&response.fields);
+        let revalidated = response.status == 304 && exchange.cache.stored.is_some();
+        if revalidated && self.refresh_from_304(client, &stored_fields, &mut output) {
+            output.finish(&mut self.driver);
+            if let Some(exchange) = client.exchange.as_mut() {
+                exchange.response = Some(progress(
+                    response.status,
+                    ResponseFraming::Empty,
+                    response.keep_alive,
+                    false,
+                    None,
+                ));
+            }
+            return;
+        }
+        let Some(exchange) = client.exchange.as_mut() else {
+            return;
+        };
+        let mut cache_status = None;
+        let mut fill = None;
+        if let Some(store) = self.store.as_ref() {
+            let mut status = CacheStatus::forward(exchange.cache.forward);
+            status.forward_status = Some(response.status);
+            if let Some(key) = exchange.cache.key.as_ref() {
+                let method = if exchange.head_only { "HEAD" } else { "GET" };
+                let authorization = exchange.cache.request_fields.get("authorization").is_some();
+                match storability(
+                    method,
+                    &exchange.cache.request_directives,
+                    authorization,
+                    response.status,
+                    &response.fields,
+                ) {
+                    Storability::Store => {
+                        let announced = match response.framing {
+                            ResponseFraming::Length(length) => Some(length),
+                            _ => None,
+                        };
+                        fill = store
+                            .begin_fill(key.clone(), announced)
+                            .map(|fill| (fill, stored_fields));
+                        status.stored = fill.is_some();
+                        if fill.is_none() {
+                            status.detail = Some("too-large");
+                        }
+                    }
+                    Storability::No(reason) => status.detail = Some(reason),
+                }
+            }
+            cache_status = Some(status);
+        }
+        let rechunk = response.framing == ResponseFraming::UntilClose
+            && exchange.version == Version::Http11
+            && exchange.keep_alive;
+        if response.framing == ResponseFraming::UntilClose && !rechunk {
+            exchange.keep_alive = false;
+        }
+        let framing = match response.framing {
+            ResponseFraming::Empty => ClientFraming::Empty(None),
+            ResponseFraming::Length(length) => ClientFraming::Length(length),
+            ResponseFraming::Chunked => ClientFraming::Chunked,
+            ResponseFraming::UntilClose if rechunk => ClientFraming::Chunked,
+            ResponseFraming::UntilClose => ClientFraming::UntilClose,
+        };
+        let head = ClientHead {
+            version: exchange.version,
+            status: response.status,
+            reason: &response.reason,
+            fields: &response.fields,
+            framing,
+            keep_alive: exchange.keep_alive,
+            age: None,
+            name: &self.config.name,
+            cache_status,
+            date: self.date.bytes(),
+        };
+        write_client_head(output.bytes(&mut self.driver), &head);
+        output.finish(&mut self.driver);
+        exchange.response = Some(progress(
+            response.status,
+            response.framing,
+            response.keep_alive,
+            rechunk,
+            fill,
+        ));
+    }
+
+    /// Forwards body bytes; true once the body is complete.
+    fn feed_body(&mut self, client: &mut Client, bytes: &[u8], origin: &mut Origin) -> bool {
+        let client_id = client.session.id;
+        let Some(progress) = client
+            .exchange
+            .as_mut()
+            .and_then(|exchange| exchange.response.as_mut())
+        else {
+            return true;
+        };
+        let (body, complete, surplus) = match progress.framing {
+            ResponseFraming::Empty => (&bytes[..0], true, !bytes.is_empty()),
+            ResponseFraming::Length(_) => {
+                let take = bytes
+                    .len()
+                    .min(usize::try_from(progress.remaining).unwrap_or(usize::MAX));
+                progress.remaining -= take as u64;
+                (&bytes[..take], progress.remaining == 0, take < bytes.len())
+            }
+            ResponseFraming::Chunked => {
+                let mut fill = progress.fill.take();
+                let result = progress.decoder.decode(bytes, |data| {
+                    if let Some((collected, _)) = fill.as_mut()
+                        && !collected.push(Bytes::copy_from_slice(data))
+                    {
+                        fill = None;
+                    }
+                });
+                progress.fill = fill;
+                match result {
+                    Ok(step) => (
+                        &bytes[..step.consumed],
+                        step.done,
+                        step.consumed < bytes.len(),
+                    ),
+                    Err(_) => {
+                        // Garbage from the origin mid-body: end it as truncated.
+                        progress.fill = None;
+                        progress.upstream_keep_alive = false;
+                        progress.framing = ResponseFraming::Length(u64::MAX);
+                        (&bytes[..0], false, true)
+                    }
+                }
+            }
+            ResponseFraming::UntilClose => (bytes, false, false),
+        };
+        if surplus {
+            progress.upstream_keep_alive = false;
+        }
+        let _ = origin;
+        if !body.is_empty() {
+            progress.body_bytes += body.len() as u64;
+            let decoded_elsewhere = progress.framing == ResponseFraming::Chunked;
+            if progress.rechunk {
+                let mut line = self.driver.take_vec();
+                coldwire_http::write_chunk_header(&mut line, body.len() as u64);
+                self.driver.send(client_id, Chunk::Owned(line));
+            }
+            match progress.fill.as_mut() {
+                Some((fill, _)) if !decoded_elsewhere => {
+                    let shared = Bytes::copy_from_slice(body);
+                    if !fill.push(shared.clone()) {
+                        progress.fill = None;
+                    }
+                    self.driver.send(client_id, Chunk::Shared(shared));
+                }
+                _ => {
+                    let mut copy = self.driver.take_vec();
+                    copy.extend_from_slice(body);
+                    self.driver.send(client_id, Chunk::Owned(copy));
+                }
+            }
+            if progress.rechunk {
+                let mut end = self.driver.take_vec();
+                end.extend_from_slice(b"\r\n");
+                self.driver.send(client_id, Chunk::Owned(end));
+            }
+        }
+        complete
+    }
+
+    /// The response is complete (or ended cleanly by a close): store it, release the
+    /// origin connection, and go on with the client.
+    pub(super) fn finish_response(&mut self, client: &mut Client, origin: Option<Origin>) -> Step {
+        let Some(exchange) = client.exchange.take() else {
+            return Step::Close;
+        };
+        let Some(progress) = exchange.response else {
+            return Step::Close;
+        };
+        if progress.rechunk {
+            let mut last = self.driver.take_vec();
+            coldwire_http::write_last_chunk(&mut last);
+            self.driver.send(client.session.id, Chunk::Owned(last));
+        }
+        if let (Some((fill, fields)), Some(store)) = (progress.fill, self.store.as_ref()) {
+            let request_fields = &exchange.cache.request_fields;
+            let vary = VaryKey::new(&fields, |name: &str| {
+                request_fields.values(name).collect::<Vec<_>>()
+            });
+            fill.finish(
+                store,
+                progress.status,
+                fields,
+                vary,
+                exchange.request_time,
+                self.wall_clock,
+            );
+        }
+        if let Some(mut origin) = origin {
+            self.driver.cancel_timer(origin.id);
+            let reusable = progress.upstream_keep_alive
+                && origin.head.is_empty()
+                && self.drain_deadline.is_none()
+                && self.pool.put(origin.address, origin.id);
+            if reusable {
+                origin.state = OriginState::Idle;
+                origin.waiting_for_client = false;
+                let deadline = self.driver.now() + self.config.pool_idle_timeout;
+                self.driver.set_timer(origin.id, deadline);
+                self.driver.recv_eager(origin.id);
+                self.put_origin(origin);
+            } else {
+                self.driver.close(origin.id);
+            }
+        }
+        self.http.count_response(progress.status);
+        self.http.body_bytes += progress.body_bytes;
+        if !exchange.keep_alive {
+            client.session.close_after_write = true;
+            client.session.linger = !matches!(exchange.body, super::state::RequestBody::Done)
+                || client
+                    .session
+                    .input
+                    .as_ref()
+                    .is_some_and(|input| !input.is_empty());
+        }
+        self.flush_client(client)
+    }
+
+    /// The client took everything sent: read the origin again.
+    pub(super) fn client_drained(&mut self, client: &mut Client) {
+        let Some(origin_id) = client
+            .exchange
+            .as_ref()
+            .and_then(|exchange| exchange.origin)
+        else {
+            return;
+        };
+        client.session.enter(&mut self.driver, Phase::Idle);
+        if let Some(mut origin) = self.take_origin(origin_id) {
+            if origin.waiting_for_client {
+                origin.waiting_for_client = false;
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(origin.id, deadline);
+                self.driver.recv_eager(origin.id);
+            }
+            self.put_origin(origin);
+        }
+    }
+}
+
+fn progress(
+    status: u16,
+    framing: ResponseFraming,
+    upstream_keep_alive: bool,
+    rechunk: bool,
+    fill: Option<(coldwire_cache::Fill, Fields)>,
+) -> Progress {
+    Progress {
+        status,
+        framing,
+        remaining: match framing {
+            ResponseFraming::Length(length) => length,
+            _ => 0,
+        },
+        decoder: coldwire_http::ChunkedDecoder::new(),
+        rechunk,
+        upstream_keep_alive,
+        fill,
+        body_bytes: 0,
+    }
+}

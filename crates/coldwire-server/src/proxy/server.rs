@@ -1,0 +1,185 @@
+//! `RunningProxy`: binds one `SO_REUSEPORT` listener per worker, creates the cache shared
+//! by all workers, and starts the proxy workers on the chosen backend with one `match`
+//! (each a monomorphised loop), exactly as `RunningServer` does for the origin server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use coldwire_cache::Store;
+use coldwire_io::{
+    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
+};
+
+use super::config::{DataPath, ProxyConfig};
+use super::worker::{ProxyWorkerContext, run_proxy_worker};
+use crate::error::ServerError;
+use crate::server::{StopHandle, bind};
+use crate::stats::Stats;
+use crate::system;
+
+/// A started proxy. Call [`RunningProxy::stop`] and [`RunningProxy::join`] to end it.
+pub struct RunningProxy {
+    local_addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    wakers: Vec<coldwire_io::Waker>,
+    workers: Vec<JoinHandle<std::io::Result<()>>>,
+    stats: Arc<Stats>,
+    store: Option<Arc<Store>>,
+}
+
+type Spawned = (coldwire_io::Waker, JoinHandle<std::io::Result<()>>);
+
+impl RunningProxy {
+    /// Starts the proxy described by `config`.
+    pub fn start(config: ProxyConfig) -> Result<RunningProxy, ServerError> {
+        system::raise_open_files_limit().map_err(|source| ServerError::System {
+            context: "cannot raise the open-files limit",
+            source,
+        })?;
+        if config.data_path == DataPath::Splice {
+            return Err(ServerError::System {
+                context: "--data-path splice is not implemented yet (see docs/proxy.md); use --data-path copy",
+                source: std::io::Error::from(std::io::ErrorKind::Unsupported),
+            });
+        }
+        config
+            .backend
+            .probe()
+            .map_err(|source| ServerError::Backend {
+                backend: config.backend.name(),
+                source,
+            })?;
+        let workers = config.workers.max(1);
+        let first = bind(config.listen, config.backlog)?;
+        let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
+            address: config.listen,
+            source,
+        })?;
+        let mut listeners = vec![first];
+        for _ in 1..workers {
+            listeners.push(bind(local_addr, config.backlog)?);
+        }
+        let store = config.cache.map(|store| Arc::new(Store::new(store)));
+        let stats = Arc::new(Stats::new(config.backend.name(), workers));
+        let stop = Arc::new(AtomicBool::new(false));
+        let config = Arc::new(config);
+        let driver_config = DriverConfig {
+            max_connections: config.max_connections.div_ceil(workers),
+            buffer_size: config.limits.max_head_bytes.max(16 * 1024),
+            ..DriverConfig::default()
+        };
+        let mut wakers = Vec::new();
+        let mut threads = Vec::new();
+        for (index, listener) in listeners.into_iter().enumerate() {
+            let context = ProxyWorkerContext {
+                index,
+                config: config.clone(),
+                listener,
+                stats: stats.clone(),
+                stop: stop.clone(),
+                store: store.clone(),
+            };
+            #[allow(
+                unreachable_patterns,
+                reason = "backends added by other work (io_uring) are refused until the proxy is tested on them"
+            )]
+            let (waker, thread) = match config.backend {
+                Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,
+                Backend::Poll => spawn::<PollPoller>(&driver_config, context)?,
+                Backend::Select => spawn::<SelectPoller>(&driver_config, context)?,
+                other => {
+                    return Err(ServerError::Backend {
+                        backend: other.name(),
+                        source: std::io::Error::other(
+                            "coldwire proxy runs on select, poll and epoll",
+                        ),
+                    });
+                }
+            };
+            wakers.push(waker);
+            threads.push(thread);
+        }
+        Ok(RunningProxy {
+            local_addr,
+            stop,
+            wakers,
+            workers: threads,
+            stats,
+            store,
+        })
+    }
+
+    /// The address the workers listen on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The live statistics.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// The shared cache, when caching is on.
+    pub fn store(&self) -> Option<Arc<Store>> {
+        self.store.clone()
+    }
+
+    /// A handle to stop the proxy from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            stop: self.stop.clone(),
+            wakers: self.wakers.clone(),
+        }
+    }
+
+    /// Asks the proxy to stop: in-flight exchanges get the grace period.
+    pub fn stop(&self) {
+        self.stop_handle().stop();
+    }
+
+    /// Waits for every worker; the first worker error is returned.
+    pub fn join(self) -> Result<(), ServerError> {
+        let mut result = Ok(());
+        for (worker, thread) in self.workers.into_iter().enumerate() {
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("worker panicked")));
+            if let Err(source) = outcome
+                && result.is_ok()
+            {
+                result = Err(ServerError::Worker { worker, source });
+            }
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        result
+    }
+}
+
+fn spawn<P: Poller + Send + 'static>(
+    driver_config: &DriverConfig,
+    context: ProxyWorkerContext,
+) -> Result<Spawned, ServerError> {
+    let driver = ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| {
+        ServerError::Backend {
+            backend: P::NAME,
+            source,
+        }
+    })?;
+    let waker = driver.waker();
+    let pin = context.config.pin_workers.then_some(context.index);
+    let thread = std::thread::Builder::new()
+        .name(format!("coldwire-proxy-{}", context.index))
+        .spawn(move || {
+            if let Some(cpu) = pin {
+                let _ = system::pin_current_thread(cpu % system::cpu_count());
+            }
+            run_proxy_worker(driver, context)
+        })
+        .map_err(|source| ServerError::System {
+            context: "cannot spawn a worker thread",
+            source,
+        })?;
+    Ok((waker, thread))
+}

@@ -1,0 +1,159 @@
+//! The proxy's per-connection state. Every driver slot holds either a [`Client`] (a
+//! downstream connection, with at most one [`Exchange`] in flight, or a CONNECT
+//! [`Tunnel`]) or an [`Origin`] (an upstream connection: busy with one client's exchange,
+//! idle in the pool, or one end of a tunnel).
+//!
+//! Invariants: a client has at most one exchange at a time (pipelined requests wait in its
+//! input and are answered in order); an exchange names its origin connection and that
+//! origin names the client back, so either side's completion finds the other.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use coldwire_cache::{CacheControl, Fields, Fill, Forward, StoredResponse};
+use coldwire_http::{ChunkedDecoder, ResponseFraming, Version};
+use coldwire_io::ConnectionId;
+
+use crate::session::Session;
+
+/// One slot's occupant.
+pub enum Peer {
+    /// A downstream connection.
+    Client(Box<Client>),
+    /// An upstream connection.
+    Origin(Origin),
+}
+
+/// A downstream (client) connection.
+pub struct Client {
+    /// Input buffer, phase and deadlines, as for the origin server.
+    pub session: Session,
+    /// The client's address is outside the ACL: its first request gets 403.
+    pub denied: bool,
+    /// The request being forwarded, if any.
+    pub exchange: Option<Exchange>,
+    /// The CONNECT tunnel, once the connection became one.
+    pub tunnel: Option<Tunnel>,
+    /// A request body waits for the origin to accept more before reading the client again.
+    pub body_blocked: bool,
+}
+
+/// How much of a request body is still to come from the client.
+pub enum RequestBody {
+    /// No (more) body.
+    Done,
+    /// This many bytes.
+    Length(u64),
+    /// Chunked; the decoder finds the end (bytes are forwarded as received).
+    Chunked(Box<ChunkedDecoder>),
+}
+
+/// What the cache does for one exchange.
+pub struct CacheWork {
+    /// The cache key (absolute URI), when the request may use the cache.
+    pub key: Option<String>,
+    /// Why the request went forward (for `Cache-Status`).
+    pub forward: Forward,
+    /// The stored response being revalidated, if any.
+    pub stored: Option<Arc<StoredResponse>>,
+    /// The request's `Cache-Control`.
+    pub request_directives: CacheControl,
+    /// The request's fields (for `Vary` and for client conditionals after a 304).
+    pub request_fields: Fields,
+}
+
+/// One request forwarded to an origin.
+pub struct Exchange {
+    /// The host to resolve.
+    pub host: String,
+    /// The origin's port.
+    pub port: u16,
+    /// The resolved address.
+    pub address: Option<SocketAddr>,
+    /// The upstream connection, once there is one.
+    pub origin: Option<ConnectionId>,
+    /// The request head as sent upstream (kept to retry on a fresh connection).
+    pub request: Vec<u8>,
+    /// `HEAD`: the response has no body.
+    pub head_only: bool,
+    /// Client's request version.
+    pub version: Version,
+    /// The client connection stays open after this response.
+    pub keep_alive: bool,
+    /// Request body still to forward.
+    pub body: RequestBody,
+    /// The request may be retried on a fresh connection (idempotent, no body).
+    pub retry_allowed: bool,
+    /// Already retried once.
+    pub retried: bool,
+    /// The origin connection came from the pool.
+    pub reused: bool,
+    /// Cache work.
+    pub cache: CacheWork,
+    /// The response, once its head arrived.
+    pub response: Option<Progress>,
+    /// When the request was sent (for the response's age).
+    pub request_time: SystemTime,
+}
+
+/// A response streaming from the origin to the client.
+pub struct Progress {
+    /// Status code.
+    pub status: u16,
+    /// Framing from the origin.
+    pub framing: ResponseFraming,
+    /// Bytes left of a `Content-Length` body.
+    pub remaining: u64,
+    /// Chunked decoder (chunked bodies are forwarded as received; decoded for the cache).
+    pub decoder: ChunkedDecoder,
+    /// A close-delimited body is re-chunked for a keep-alive HTTP/1.1 client.
+    pub rechunk: bool,
+    /// The origin connection may be reused once the body is complete.
+    pub upstream_keep_alive: bool,
+    /// The body being collected for the store, with what it will be stored with.
+    pub fill: Option<(Fill, Fields)>,
+    /// Body bytes sent to the client.
+    pub body_bytes: u64,
+}
+
+/// A CONNECT tunnel.
+pub struct Tunnel {
+    /// The upstream end, once the connection is open.
+    pub origin: Option<ConnectionId>,
+    /// The port.
+    pub port: u16,
+    /// The client finished sending.
+    pub client_done: bool,
+    /// The origin finished sending.
+    pub origin_done: bool,
+}
+
+/// What an upstream connection is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginState {
+    /// Carrying this client's exchange.
+    Exchange(ConnectionId),
+    /// Idle in the pool.
+    Idle,
+    /// The upstream end of this client's tunnel.
+    Tunnel(ConnectionId),
+}
+
+/// An upstream connection.
+pub struct Origin {
+    /// Its id.
+    pub id: ConnectionId,
+    /// The address it is connected to (the pool's key).
+    pub address: SocketAddr,
+    /// What it does.
+    pub state: OriginState,
+    /// The connect completed.
+    pub connected: bool,
+    /// Bytes of a response head not yet complete.
+    pub head: Vec<u8>,
+    /// Some response byte arrived for the current exchange.
+    pub received_any: bool,
+    /// A receive waits for the client to drain (armed on the client's `Sent`).
+    pub waiting_for_client: bool,
+}

@@ -1,0 +1,263 @@
+//! CONNECT tunnels: resolve and connect to `host:port`, answer `200 Connection
+//! established`, then relay bytes both ways until both sides have finished. Each
+//! direction is back-pressured: a side is read again only once the other side has taken
+//! what was sent. A side that ends its stream (FIN) is passed on as a FIN to the other
+//! (half-close), so protocols that finish one direction first work.
+
+use std::net::{IpAddr, SocketAddr};
+
+use coldwire_http::Status;
+use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush};
+
+use super::resolver::Resolution;
+use super::state::{Client, Origin, OriginState, Tunnel};
+use super::worker::{Step, Worker};
+use crate::output::Output;
+use crate::session::Phase;
+
+const ESTABLISHED: &[u8] = b"HTTP/1.1 200 Connection established\r\n\r\n";
+
+impl<D: Driver> Worker<D> {
+    /// A CONNECT request: the connection becomes a tunnel once the origin answers.
+    pub(super) fn start_tunnel(&mut self, client: &mut Client, host: String, port: u16) {
+        client.tunnel = Some(Tunnel {
+            origin: None,
+            port,
+            client_done: false,
+            origin_done: false,
+        });
+        client.session.enter(&mut self.driver, Phase::Idle);
+        let due = self.upstream_deadline();
+        client.session.set_deadline(&mut self.driver, due);
+        let now = self.driver.now();
+        match self.resolver.resolve(&host, now) {
+            Ok(Resolution::Ready(ip)) => {
+                // Errors are answered by `open_tunnel` (the caller flushes).
+                let _ = self.open_tunnel(client, ip);
+            }
+            Ok(Resolution::Pending) => {
+                self.resolving
+                    .entry(host)
+                    .or_default()
+                    .push(client.session.id);
+            }
+            Err(_) => self.tunnel_refused(client),
+        }
+    }
+
+    /// Connects the tunnel's upstream end.
+    pub(super) fn open_tunnel(&mut self, client: &mut Client, ip: IpAddr) -> Step {
+        let Some(tunnel) = client.tunnel.as_mut() else {
+            return Step::Close;
+        };
+        let address = SocketAddr::new(ip, tunnel.port);
+        match self.driver.connect(address) {
+            Ok(id) => {
+                tunnel.origin = Some(id);
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(id, deadline);
+                self.put_origin(Origin {
+                    id,
+                    address,
+                    state: OriginState::Tunnel(client.session.id),
+                    connected: false,
+                    head: Vec::new(),
+                    received_any: false,
+                    waiting_for_client: false,
+                });
+                Step::Keep
+            }
+            Err(_) => self.tunnel_failed(client),
+        }
+    }
+
+    fn tunnel_refused(&mut self, client: &mut Client) {
+        client.tunnel = None;
+        let mut output = Output::new(client.session.id);
+        self.answer_error(
+            client,
+            coldwire_http::Version::Http11,
+            Status::BAD_GATEWAY,
+            false,
+            &mut output,
+        );
+        output.finish(&mut self.driver);
+        client.session.close_after_write = true;
+        client.session.linger = true;
+    }
+
+    /// The tunnel could not be opened: 502, then close.
+    pub(super) fn tunnel_failed(&mut self, client: &mut Client) -> Step {
+        if let Some(origin) = client
+            .tunnel
+            .as_ref()
+            .and_then(|tunnel| tunnel.origin)
+            .and_then(|id| self.take_origin(id))
+        {
+            self.driver.close(origin.id);
+        }
+        self.tunnel_refused(client);
+        self.flush_client(client)
+    }
+
+    /// The upstream end connected: answer 200 and start relaying.
+    pub(super) fn tunnel_established(&mut self, client_id: ConnectionId) {
+        let Some(mut client) = self.take_client(client_id) else {
+            return;
+        };
+        let Some(origin_id) = client.tunnel.as_ref().and_then(|tunnel| tunnel.origin) else {
+            self.put_client(client, Step::Close);
+            return;
+        };
+        self.driver.cancel_timer(origin_id);
+        let mut answer = self.driver.take_vec();
+        answer.extend_from_slice(ESTABLISHED);
+        self.driver.send(client_id, Chunk::Owned(answer));
+        self.http.count_response(200);
+        let due = self.idle_deadline();
+        client.session.set_deadline(&mut self.driver, due);
+        // Bytes the client sent after its CONNECT head (a TLS ClientHello) go first.
+        if let Some(input) = client.session.input.take() {
+            if !input.is_empty() {
+                let mut early = self.driver.take_vec();
+                early.extend_from_slice(input.filled());
+                self.driver.send(origin_id, Chunk::Owned(early));
+            }
+            self.driver.recycle(input);
+        }
+        let step = match self.driver.flush(client_id) {
+            Flush::Failed(_) => Step::Close,
+            _ => Step::Keep,
+        };
+        match self.driver.flush(origin_id) {
+            Flush::Done => self.driver.recv_eager(client_id),
+            Flush::Pending => {}
+            Flush::Failed(_) => {
+                self.put_client(client, Step::Close);
+                return;
+            }
+        }
+        self.driver.recv_eager(origin_id);
+        self.put_client(client, step);
+    }
+
+    /// Client bytes for the tunnel.
+    pub(super) fn tunnel_from_client(&mut self, client: &mut Client, buffer: Buffer) -> Step {
+        let Some(origin_id) = client.tunnel.as_ref().and_then(|tunnel| tunnel.origin) else {
+            self.driver.recycle(buffer);
+            return Step::Close;
+        };
+        let due = self.idle_deadline();
+        client.session.set_deadline(&mut self.driver, due);
+        let mut bytes = self.driver.take_vec();
+        bytes.extend_from_slice(buffer.filled());
+        self.driver.recycle(buffer);
+        self.driver.send(origin_id, Chunk::Owned(bytes));
+        match self.driver.flush(origin_id) {
+            Flush::Done => {
+                self.driver.recv_eager(client.session.id);
+                Step::Keep
+            }
+            Flush::Pending => Step::Keep,
+            Flush::Failed(_) => Step::Close,
+        }
+    }
+
+    /// Origin bytes for the tunnel.
+    pub(super) fn tunnel_from_origin(
+        &mut self,
+        origin: Origin,
+        client_id: ConnectionId,
+        buffer: Buffer,
+    ) {
+        let origin_id = origin.id;
+        self.put_origin(origin);
+        let Some(mut client) = self.take_client(client_id) else {
+            self.driver.recycle(buffer);
+            if let Some(origin) = self.take_origin(origin_id) {
+                self.driver.close(origin.id);
+            }
+            return;
+        };
+        let due = self.idle_deadline();
+        client.session.set_deadline(&mut self.driver, due);
+        let mut bytes = self.driver.take_vec();
+        bytes.extend_from_slice(buffer.filled());
+        self.driver.recycle(buffer);
+        self.driver.send(client_id, Chunk::Owned(bytes));
+        let step = match self.driver.flush(client_id) {
+            Flush::Done => {
+                self.driver.recv_eager(origin_id);
+                Step::Keep
+            }
+            Flush::Pending => Step::Keep,
+            Flush::Failed(_) => Step::Close,
+        };
+        self.put_client(client, step);
+    }
+
+    /// The client took everything: read the origin again.
+    pub(super) fn tunnel_client_drained(&mut self, client: &mut Client) {
+        if let Some(tunnel) = client.tunnel.as_ref()
+            && let Some(origin) = tunnel.origin
+            && !tunnel.origin_done
+        {
+            self.driver.recv_eager(origin);
+        }
+    }
+
+    /// The origin took everything: read the client again.
+    pub(super) fn tunnel_origin_drained(&mut self, client_id: ConnectionId) {
+        let Some(client) = self.take_client(client_id) else {
+            return;
+        };
+        let done = client
+            .tunnel
+            .as_ref()
+            .is_none_or(|tunnel| tunnel.client_done);
+        if !done {
+            self.driver.recv_eager(client_id);
+        }
+        self.put_client(client, Step::Keep);
+    }
+
+    /// The client finished sending: pass the FIN on; close when both sides are done.
+    pub(super) fn on_tunnel_client_closed(&mut self, mut client: Box<Client>) {
+        let Some(tunnel) = client.tunnel.as_mut() else {
+            self.close_client(client);
+            return;
+        };
+        tunnel.client_done = true;
+        let finished = tunnel.origin_done;
+        match tunnel.origin {
+            Some(origin) if !finished => {
+                self.driver.shutdown_write(origin);
+                self.put_client(client, Step::Keep);
+            }
+            _ => self.close_client(client),
+        }
+    }
+
+    /// The origin finished sending.
+    pub(super) fn on_tunnel_origin_closed(&mut self, origin: Origin, client_id: ConnectionId) {
+        let origin_id = origin.id;
+        self.put_origin(origin);
+        let Some(mut client) = self.take_client(client_id) else {
+            if let Some(origin) = self.take_origin(origin_id) {
+                self.driver.close(origin.id);
+            }
+            return;
+        };
+        let Some(tunnel) = client.tunnel.as_mut() else {
+            self.put_client(client, Step::Close);
+            return;
+        };
+        tunnel.origin_done = true;
+        if tunnel.client_done {
+            self.close_client(client);
+        } else {
+            self.driver.shutdown_write(client_id);
+            self.put_client(client, Step::Keep);
+        }
+    }
+}

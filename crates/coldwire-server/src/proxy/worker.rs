@@ -1,0 +1,384 @@
+//! One proxy worker: an event loop over a [`Driver`] with its own `SO_REUSEPORT` listener,
+//! its own upstream pool and resolver, and the cache shared by all workers. Generic over
+//! the driver, so every backend runs the same logic, monomorphised.
+//!
+//! This file owns the loop, the slot table of [`Peer`]s and the dispatch of completions;
+//! the request path is in `client.rs`, upstream connections in `forward.rs`, responses in
+//! `response.rs`, the cache in `cache_fill.rs`, tunnels in `tunnel.rs`.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use coldwire_cache::Store;
+use coldwire_http::DateCache;
+use coldwire_io::{Completion, ConnectionId, Driver, ListenerId};
+
+use super::config::ProxyConfig;
+use super::pool::Pool;
+use super::resolver::Resolver;
+use super::state::{Client, Origin, OriginState, Peer};
+use crate::session::{Phase, Session};
+use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
+
+/// What a proxy worker needs from the server that starts it.
+pub struct ProxyWorkerContext {
+    /// Worker index (stats slot, CPU to pin to).
+    pub index: usize,
+    /// Shared configuration.
+    pub config: Arc<ProxyConfig>,
+    /// This worker's listening socket.
+    pub listener: TcpListener,
+    /// Shared statistics.
+    pub stats: Arc<Stats>,
+    /// Set when the proxy should shut down (then the worker is woken).
+    pub stop: Arc<AtomicBool>,
+    /// The cache shared by all workers (`None`: caching off).
+    pub store: Option<Arc<Store>>,
+}
+
+/// Whether a connection stays after a step.
+pub(super) enum Step {
+    Keep,
+    Close,
+}
+
+pub(super) struct Worker<D: Driver> {
+    pub(super) driver: D,
+    pub(super) peers: Vec<Option<Peer>>,
+    pub(super) config: Arc<ProxyConfig>,
+    pub(super) store: Option<Arc<Store>>,
+    pub(super) pool: Pool,
+    pub(super) resolver: Resolver,
+    /// Clients (and tunnels) waiting for a host name, by name.
+    pub(super) resolving: HashMap<String, Vec<ConnectionId>>,
+    pub(super) date: DateCache,
+    pub(super) wall_clock: SystemTime,
+    pub(super) http: RequestCounters,
+    stats: Arc<Stats>,
+    index: usize,
+    stop: Arc<AtomicBool>,
+    listener: Option<ListenerId>,
+    pub(super) drain_deadline: Option<Instant>,
+    pub(super) clients: usize,
+}
+
+/// Runs a proxy worker until shutdown completes.
+pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -> io::Result<()> {
+    let config = context.config;
+    let listener = driver.listen(context.listener)?;
+    let resolver = Resolver::new(driver.waker(), config.resolver_ttl)?;
+    let wall_clock = SystemTime::now();
+    let mut worker = Worker {
+        driver,
+        peers: Vec::new(),
+        pool: Pool::new(config.pool_per_origin),
+        resolver,
+        resolving: HashMap::new(),
+        store: context.store,
+        date: DateCache::new(wall_clock),
+        wall_clock,
+        http: RequestCounters::default(),
+        stats: context.stats,
+        index: context.index,
+        stop: context.stop,
+        listener: Some(listener),
+        drain_deadline: None,
+        clients: 0,
+        config,
+    };
+    worker.run()
+}
+
+impl<D: Driver> Worker<D> {
+    fn run(&mut self) -> io::Result<()> {
+        loop {
+            let timeout = self
+                .drain_deadline
+                .map(|deadline| deadline.saturating_duration_since(self.driver.now()));
+            self.driver.wait(timeout)?;
+            self.wall_clock = SystemTime::now();
+            self.date.update(self.wall_clock);
+            while let Some(completion) = self.driver.next_completion() {
+                self.handle(completion);
+            }
+            if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
+                self.start_draining();
+            }
+            self.publish();
+            let now = self.driver.now();
+            if let Some(deadline) = self.drain_deadline
+                && (self.clients == 0 || now >= deadline)
+            {
+                self.close_everything();
+                self.publish();
+                return Ok(());
+            }
+        }
+    }
+
+    fn publish(&mut self) {
+        let snapshot = WorkerSnapshot {
+            loop_counters: self.driver.counters(),
+            http: self.http,
+        };
+        self.stats.publish(self.index, snapshot);
+    }
+
+    fn slot(&mut self, id: ConnectionId) -> &mut Option<Peer> {
+        let index = id.index();
+        if index >= self.peers.len() {
+            self.peers.resize_with(index + 1, || None);
+        }
+        &mut self.peers[index]
+    }
+
+    /// Takes the client with this id out of its slot (put it back with `put_client`).
+    pub(super) fn take_client(&mut self, id: ConnectionId) -> Option<Box<Client>> {
+        let slot = self.slot(id);
+        match slot {
+            Some(Peer::Client(client)) if client.session.id == id => match slot.take() {
+                Some(Peer::Client(client)) => Some(client),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Takes the origin connection with this id out of its slot.
+    pub(super) fn take_origin(&mut self, id: ConnectionId) -> Option<Origin> {
+        let slot = self.slot(id);
+        match slot {
+            Some(Peer::Origin(origin)) if origin.id == id => match slot.take() {
+                Some(Peer::Origin(origin)) => Some(origin),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Puts a client back, or closes it.
+    pub(super) fn put_client(&mut self, client: Box<Client>, step: Step) {
+        match step {
+            Step::Keep => {
+                let id = client.session.id;
+                *self.slot(id) = Some(Peer::Client(client));
+            }
+            Step::Close => self.close_client(client),
+        }
+    }
+
+    /// Puts an origin connection back.
+    pub(super) fn put_origin(&mut self, origin: Origin) {
+        let id = origin.id;
+        *self.slot(id) = Some(Peer::Origin(origin));
+    }
+
+    /// Closes a client and whatever upstream connection works for it.
+    pub(super) fn close_client(&mut self, mut client: Box<Client>) {
+        if let Some(input) = client.session.input.take() {
+            self.driver.recycle(input);
+        }
+        let upstream = client
+            .exchange
+            .as_ref()
+            .and_then(|exchange| exchange.origin)
+            .or_else(|| client.tunnel.as_ref().and_then(|tunnel| tunnel.origin));
+        if let Some(origin) = upstream.and_then(|id| self.take_origin(id)) {
+            self.close_origin(origin);
+        }
+        client.session.enter(&mut self.driver, Phase::Idle);
+        self.driver.close(client.session.id);
+        self.clients -= 1;
+    }
+
+    /// Closes an upstream connection.
+    pub(super) fn close_origin(&mut self, origin: Origin) {
+        if origin.state == OriginState::Idle {
+            self.pool.remove(origin.address, origin.id);
+        }
+        self.driver.close(origin.id);
+    }
+
+    fn handle(&mut self, completion: Completion) {
+        match completion {
+            Completion::Accepted {
+                connection, peer, ..
+            } => {
+                if self.drain_deadline.is_some() {
+                    self.driver.close(connection);
+                    return;
+                }
+                let now = self.driver.now();
+                let mut session = Session::new(connection, peer, now);
+                session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
+                let client = Box::new(Client {
+                    session,
+                    denied: !self.config.acl.allows(peer.ip()),
+                    exchange: None,
+                    tunnel: None,
+                    body_blocked: false,
+                });
+                *self.slot(connection) = Some(Peer::Client(client));
+                self.clients += 1;
+                self.driver.recv(connection);
+            }
+            Completion::Connected { connection } => self.on_origin_connected(connection),
+            Completion::Received { connection, buffer } => {
+                if let Some(mut client) = self.take_client(connection) {
+                    let step = self.on_client_data(&mut client, buffer);
+                    self.put_client(client, step);
+                } else if let Some(origin) = self.take_origin(connection) {
+                    self.on_origin_data(origin, buffer);
+                } else {
+                    self.driver.recycle(buffer);
+                }
+            }
+            Completion::Sent { connection } => {
+                if let Some(mut client) = self.take_client(connection) {
+                    let step = self.on_client_sent(&mut client);
+                    self.put_client(client, step);
+                } else if let Some(origin) = self.take_origin(connection) {
+                    self.on_origin_sent(origin);
+                }
+            }
+            Completion::PeerClosed { connection } => self.on_closed(connection, None),
+            Completion::Failed { connection, error } => self.on_closed(connection, Some(error)),
+            Completion::TimerExpired { connection } => {
+                if let Some(mut client) = self.take_client(connection) {
+                    let step = self.on_client_timer(&mut client);
+                    self.put_client(client, step);
+                } else if let Some(origin) = self.take_origin(connection) {
+                    self.on_origin_timer(origin);
+                }
+            }
+            Completion::Woken => {
+                self.on_resolved();
+                if self.stop.load(Ordering::Relaxed) && self.drain_deadline.is_none() {
+                    self.start_draining();
+                }
+            }
+        }
+    }
+
+    fn on_closed(&mut self, connection: ConnectionId, error: Option<io::Error>) {
+        if let Some(client) = self.take_client(connection) {
+            if client.tunnel.is_some() && error.is_none() {
+                self.on_tunnel_client_closed(client);
+            } else {
+                self.close_client(client);
+            }
+        } else if let Some(origin) = self.take_origin(connection) {
+            self.on_origin_closed(origin, error);
+        }
+    }
+
+    fn on_client_timer(&mut self, client: &mut Client) -> Step {
+        let session = &mut client.session;
+        session.armed = None;
+        let now = self.driver.now();
+        if now < session.due {
+            let due = session.due;
+            session.set_deadline(&mut self.driver, due);
+            return Step::Keep;
+        }
+        match session.phase {
+            Phase::Idle if client.exchange.is_some() => {
+                // Waiting for the origin: its own timer decides (504).
+                session.set_deadline(&mut self.driver, now + self.config.upstream_timeout);
+                Step::Keep
+            }
+            Phase::Idle => {
+                self.http.idle_timeouts += 1;
+                Step::Close
+            }
+            Phase::Head => {
+                self.http.header_timeouts += 1;
+                Step::Close
+            }
+            Phase::Writing => {
+                let unsent = self.driver.unsent_bytes(session.id);
+                if unsent < session.progress_mark {
+                    session.progress_mark = unsent;
+                    session.set_deadline(&mut self.driver, now + self.config.write_timeout);
+                    Step::Keep
+                } else {
+                    self.http.write_timeouts += 1;
+                    Step::Close
+                }
+            }
+            Phase::Lingering => Step::Close,
+        }
+    }
+
+    fn start_draining(&mut self) {
+        self.drain_deadline = Some(self.driver.now() + self.config.shutdown_grace);
+        if let Some(listener) = self.listener.take() {
+            self.driver.close_listener(listener);
+        }
+        let idle: Vec<ConnectionId> = self
+            .peers
+            .iter()
+            .flatten()
+            .filter_map(|peer| match peer {
+                Peer::Client(client)
+                    if client.session.phase == Phase::Idle
+                        && client.exchange.is_none()
+                        && client.tunnel.is_none() =>
+                {
+                    Some(client.session.id)
+                }
+                _ => None,
+            })
+            .collect();
+        for id in idle {
+            if let Some(client) = self.take_client(id) {
+                self.close_client(client);
+            }
+        }
+        for id in self.pool.drain() {
+            if let Some(origin) = self.take_origin(id) {
+                self.driver.close(origin.id);
+            }
+        }
+    }
+
+    fn close_everything(&mut self) {
+        let open: Vec<(bool, ConnectionId)> = self
+            .peers
+            .iter()
+            .flatten()
+            .map(|peer| match peer {
+                Peer::Client(client) => (true, client.session.id),
+                Peer::Origin(origin) => (false, origin.id),
+            })
+            .collect();
+        for (is_client, id) in open {
+            if is_client {
+                if let Some(client) = self.take_client(id) {
+                    self.close_client(client);
+                }
+            } else if let Some(origin) = self.take_origin(id) {
+                self.driver.close(origin.id);
+            }
+        }
+    }
+
+    /// A client connection's idle deadline after an exchange or tunnel activity.
+    pub(super) fn idle_deadline(&self) -> Instant {
+        self.driver.now() + self.config.idle_timeout
+    }
+
+    /// The upstream deadline from now.
+    pub(super) fn upstream_deadline(&self) -> Instant {
+        self.driver.now() + self.config.upstream_timeout
+    }
+
+    /// Time allowed for a client to take a response.
+    pub(super) fn write_timeout(&self) -> Duration {
+        self.config.write_timeout
+    }
+}

@@ -1,0 +1,397 @@
+//! End-to-end tests of `coldwire proxy`: the real binary between curl (or raw sockets) and
+//! a test origin whose answers the tests control. Every test runs on every I/O backend
+//! (select, poll, epoll) through `backend_tests!`: miss then hit, revalidation observed at
+//! the origin, no-store not stored, Vary, pipelining, chunked POST, an upstream reset
+//! mid-body (error to the client, nothing cached), a denied client, reverse mode, CONNECT
+//! to a TLS server, and 1 MiB bodies byte for byte.
+
+mod proxy_support;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use proxy_support::{Origin, Proxy, body_of, connect, curl, header, via_proxy};
+
+macro_rules! backend_tests {
+    ($($backend:ident),+ $(,)?) => {
+        $(backend_tests!(@module $backend [
+            miss_then_hit_is_served_from_the_cache,
+            stale_entry_is_revalidated_and_a_304_refreshes_it,
+            revalidate_always_asks_the_origin_every_time,
+            no_store_is_never_stored,
+            vary_keeps_variants_apart,
+            pipelined_requests_are_answered_in_order,
+            chunked_post_reaches_the_origin_and_its_answer_comes_back,
+            upstream_reset_mid_body_is_an_error_and_nothing_is_cached,
+            close_delimited_response_is_rechunked_and_complete,
+            client_outside_the_acl_gets_403,
+            unreachable_origin_gets_502,
+            reverse_proxy_forwards_origin_form_requests,
+            megabyte_bodies_are_byte_identical_on_miss_and_hit,
+            connect_tunnel_reaches_a_tls_server,
+            garbage_request_gets_400,
+        ]);)+
+    };
+    (@module $backend:ident [$($test:ident),+ $(,)?]) => {
+        mod $backend {
+            $(
+                #[test]
+                fn $test() {
+                    super::$test(stringify!($backend));
+                }
+            )+
+        }
+    };
+}
+
+backend_tests! { select, poll, epoll }
+
+fn miss_then_hit_is_served_from_the_cache(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let (status, head, body) = via_proxy(&proxy, &[], &origin.url("/cacheable"));
+    assert_eq!(status, 200);
+    assert_eq!(body, b"cacheable body");
+    assert!(
+        header(&head, "cache-status")
+            .unwrap()
+            .contains("fwd=uri-miss"),
+        "{head}"
+    );
+    assert!(header(&head, "via").unwrap().contains("coldwire"), "{head}");
+    let (status, head, body) = via_proxy(&proxy, &[], &origin.url("/cacheable"));
+    assert_eq!(status, 200);
+    assert_eq!(body, b"cacheable body");
+    assert!(
+        header(&head, "cache-status").unwrap().contains("hit"),
+        "{head}"
+    );
+    assert!(header(&head, "age").is_some(), "{head}");
+    assert_eq!(
+        origin.requests("/cacheable"),
+        1,
+        "the second request was a hit"
+    );
+    // A client conditional is answered from the cache.
+    let (status, _, body) = via_proxy(
+        &proxy,
+        &["-H", "If-None-Match: \"v1\""],
+        &origin.url("/cacheable"),
+    );
+    assert_eq!((status, body.len()), (304, 0));
+    assert_eq!(origin.requests("/cacheable"), 1);
+}
+
+fn stale_entry_is_revalidated_and_a_304_refreshes_it(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let (_, _, body) = via_proxy(&proxy, &[], &origin.url("/revalidate"));
+    assert_eq!(body, b"revalidated body");
+    let (status, head, body) = via_proxy(&proxy, &[], &origin.url("/revalidate"));
+    assert_eq!(status, 200);
+    assert_eq!(body, b"revalidated body", "the body comes from the cache");
+    let cache_status = header(&head, "cache-status").unwrap();
+    assert!(
+        cache_status.contains("fwd=stale") && cache_status.contains("fwd-status=304"),
+        "{head}"
+    );
+    assert_eq!(origin.requests("/revalidate"), 2);
+    assert_eq!(
+        origin.conditional("/revalidate"),
+        1,
+        "the origin saw one If-None-Match"
+    );
+}
+
+fn revalidate_always_asks_the_origin_every_time(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &["--revalidate-always"]);
+    for _ in 0..3 {
+        let (_, _, body) = via_proxy(&proxy, &[], &origin.url("/cacheable"));
+        assert_eq!(body, b"cacheable body");
+    }
+    assert_eq!(origin.requests("/cacheable"), 3);
+    assert_eq!(origin.conditional("/cacheable"), 2);
+}
+
+fn no_store_is_never_stored(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    for _ in 0..2 {
+        let (status, head, _) = via_proxy(&proxy, &[], &origin.url("/nostore"));
+        assert_eq!(status, 200);
+        assert!(
+            header(&head, "cache-status")
+                .unwrap()
+                .contains("detail=no-store"),
+            "{head}"
+        );
+    }
+    assert_eq!(origin.requests("/nostore"), 2);
+}
+
+fn vary_keeps_variants_apart(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let url = origin.url("/vary");
+    let (_, _, french) = via_proxy(&proxy, &["-H", "Accept-Language: fr"], &url);
+    let (_, _, german) = via_proxy(&proxy, &["-H", "Accept-Language: de"], &url);
+    let (_, head, french_again) = via_proxy(&proxy, &["-H", "Accept-Language: fr"], &url);
+    assert_eq!(french, b"language=fr");
+    assert_eq!(german, b"language=de");
+    assert_eq!(french_again, b"language=fr");
+    assert!(
+        header(&head, "cache-status").unwrap().contains("hit"),
+        "{head}"
+    );
+    assert_eq!(origin.requests("/vary"), 2);
+}
+
+fn pipelined_requests_are_answered_in_order(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let mut stream = connect(proxy.address);
+    let mut requests = String::new();
+    for path in [
+        "/cacheable",
+        "/vary",
+        "/cacheable",
+        "/nostore",
+        "/cacheable",
+    ] {
+        requests.push_str(&format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\n\r\n",
+            origin.url(path),
+            origin.address
+        ));
+    }
+    requests.push_str(&format!(
+        "GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        origin.url("/echo")
+    ));
+    stream.write_all(requests.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).unwrap();
+    let text = String::from_utf8_lossy(&all);
+    let bodies: Vec<usize> = ["cacheable body", "language=", "fresh "]
+        .iter()
+        .map(|needle| text.matches(needle).count())
+        .collect();
+    assert_eq!(bodies, vec![3, 1, 1], "{text}");
+    assert_eq!(text.matches("HTTP/1.1 200").count(), 6, "{text}");
+    let first_vary = text.find("language=").unwrap();
+    let second_cacheable = text[text.find("cacheable body").unwrap() + 1..]
+        .find("cacheable body")
+        .unwrap();
+    assert!(first_vary < second_cacheable + text.find("cacheable body").unwrap() + 1);
+}
+
+fn chunked_post_reaches_the_origin_and_its_answer_comes_back(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let payload = "x".repeat(100_000);
+    let (status, head, body) = via_proxy(
+        &proxy,
+        &[
+            "-H",
+            "Transfer-Encoding: chunked",
+            "--data-binary",
+            &payload,
+        ],
+        &origin.url("/echo"),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(header(&head, "x-method"), Some("POST"));
+    assert_eq!(body, payload.as_bytes());
+    let (_, _, body) = via_proxy(
+        &proxy,
+        &["--data-binary", "small body"],
+        &origin.url("/echo"),
+    );
+    assert_eq!(body, b"small body");
+}
+
+fn upstream_reset_mid_body_is_an_error_and_nothing_is_cached(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let proxy_url = proxy.url();
+    for _ in 0..2 {
+        let output = curl(&["-x", &proxy_url, &origin.url("/reset")]);
+        assert_ne!(output.code, 0, "curl must report the truncated body");
+        assert!(output.stdout.len() < 100_000);
+    }
+    assert_eq!(
+        origin.requests("/reset"),
+        2,
+        "the truncated response was not cached"
+    );
+}
+
+fn close_delimited_response_is_rechunked_and_complete(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let (status, head, body) = via_proxy(&proxy, &[], &origin.url("/close-delimited"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        header(&head, "transfer-encoding"),
+        Some("chunked"),
+        "{head}"
+    );
+    assert_eq!(body, b"until the end");
+    let (_, head, body) = via_proxy(&proxy, &[], &origin.url("/close-delimited"));
+    assert_eq!(body, b"until the end");
+    assert!(
+        header(&head, "cache-status").unwrap().contains("hit"),
+        "{head}"
+    );
+}
+
+fn client_outside_the_acl_gets_403(backend: &str) {
+    // The proxy listens on every address; a client reaching it through a non-loopback
+    // address is not in the default ACL.
+    let Some(address) = non_loopback_address() else {
+        println!("skipped: this machine has no non-loopback IPv4 address");
+        return;
+    };
+    let origin = Origin::start();
+    let proxy = Proxy::start_on("0.0.0.0:0", backend, &[]);
+    let url = format!("http://{address}:{}", proxy.address.port());
+    let output = curl(&["-i", "-x", &url, &origin.url("/cacheable")]);
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("HTTP/1.1 403"));
+    assert_eq!(origin.requests("/cacheable"), 0);
+    let allowed = Proxy::start_on("0.0.0.0:0", backend, &["--allow", &format!("{address}/32")]);
+    let url = format!("http://{address}:{}", allowed.address.port());
+    let output = curl(&["-i", "-x", &url, &origin.url("/cacheable")]);
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("HTTP/1.1 200"));
+}
+
+fn non_loopback_address() -> Option<String> {
+    let output = Command::new("hostname").arg("-I").output().ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .find(|address| address.contains('.') && !address.starts_with("127."))
+        .map(str::to_owned)
+}
+
+fn unreachable_origin_gets_502(backend: &str) {
+    let proxy = Proxy::start(backend, &["--upstream-timeout", "5"]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let (status, _, _) = via_proxy(&proxy, &[], &format!("http://127.0.0.1:{port}/"));
+    assert_eq!(status, 502);
+    let (status, _, _) = via_proxy(&proxy, &[], "http://no-such-host.invalid/");
+    assert_eq!(status, 502);
+}
+
+fn reverse_proxy_forwards_origin_form_requests(backend: &str) {
+    let origin = Origin::start();
+    let reverse = format!("http://{}", origin.address);
+    let proxy = Proxy::start(backend, &["--reverse", &reverse]);
+    for expected in ["fwd=uri-miss", "hit"] {
+        let output = curl(&["-i", &format!("{}/cacheable", proxy.url())]);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            text.starts_with("HTTP/1.1 200") && text.ends_with("cacheable body"),
+            "{text}"
+        );
+        assert!(text.contains(expected), "{text}");
+    }
+    assert_eq!(origin.requests("/cacheable"), 1);
+}
+
+fn megabyte_bodies_are_byte_identical_on_miss_and_hit(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let expected = body_of(1 << 20);
+    for _ in 0..2 {
+        let (status, _, body) = via_proxy(&proxy, &[], &origin.url("/big?n=1048576"));
+        assert_eq!(status, 200);
+        assert!(body == expected, "body differs ({} bytes)", body.len());
+    }
+    assert_eq!(origin.requests("/big?n=1048576"), 1);
+}
+
+fn connect_tunnel_reaches_a_tls_server(backend: &str) {
+    if Command::new("openssl").arg("version").output().is_err() {
+        println!("skipped: openssl is not installed (the CI script installs it)");
+        return;
+    }
+    let directory = tempfile::tempdir().unwrap();
+    let key = directory.path().join("key.pem");
+    let certificate = directory.path().join("certificate.pem");
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&certificate)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let mut server = Command::new("openssl")
+        .args(["s_server", "-www", "-quiet", "-accept", &port.to_string()])
+        .arg("-key")
+        .arg(&key)
+        .arg("-cert")
+        .arg(&certificate)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "openssl s_server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let proxy = Proxy::start(backend, &[]);
+    let output = curl(&[
+        "-k",
+        "-x",
+        &proxy.url(),
+        &format!("https://localhost:{port}/"),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(output.code, 0);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("s_server"), "{text}");
+}
+
+fn garbage_request_gets_400(backend: &str) {
+    let proxy = Proxy::start(backend, &[]);
+    let mut stream = connect(proxy.address);
+    stream.write_all(b"THIS IS NOT HTTP\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"));
+    // An origin-form request to a forward proxy is a 400 too, not a loop.
+    let mut stream = connect(proxy.address);
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"));
+}
