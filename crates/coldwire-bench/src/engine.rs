@@ -3,7 +3,8 @@
 //!
 //! Each phase runs an open-loop schedule: the loop computes the next intended start and
 //! waits at most until then (the last millisecond by polling, since a wait's timeout is
-//! rounded up to whole milliseconds). A due slot takes an idle keep-alive connection, or
+//! rounded up to whole milliseconds — or, when no response is awaited, by a precise sleep,
+//! so a lightly loaded generator does not burn its core). A due slot takes an idle keep-alive connection, or
 //! opens a new one while fewer than `--connections` are open, or waits in a FIFO backlog
 //! for the next connection to free up — its corrected latency keeps counting from its
 //! intended start. A slot the generator itself reaches more than `late_limit` late is
@@ -33,6 +34,9 @@ use crate::target::{PreparedTarget, prepare};
 /// Below this distance to the next slot the loop polls instead of sleeping: a wait's
 /// timeout is rounded up to a whole millisecond by the kernel interface.
 const SPIN_WINDOW: Duration = Duration::from_millis(1);
+/// How much earlier than a slot a precise sleep ends (the kernel's default timer slack is
+/// 50 µs); the rest is polled.
+const SLEEP_SLACK: Duration = Duration::from_micros(60);
 /// How often progress is reported and the stop flag's effects are seen at the latest.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -373,6 +377,11 @@ impl<D: Driver> Engine<D> {
             {
                 let gap = schedule.peek().saturating_duration_since(now);
                 timeout = timeout.min(gap.saturating_sub(SPIN_WINDOW));
+                if timeout.is_zero() && self.in_flight == 0 && self.backlog.is_empty() {
+                    // Nothing to time until the slot: sleep precisely (a high-resolution
+                    // timer) instead of polling, giving the core back to the scheduler.
+                    std::thread::sleep(gap.saturating_sub(SLEEP_SLACK));
+                }
             }
             self.turn(timeout)?;
         }
