@@ -47,6 +47,9 @@ pub(crate) struct Request {
     pub(crate) sent: Instant,
     pub(crate) measured: bool,
     pub(crate) last: bool,
+    pub(crate) target: usize,
+    /// Already re-sent once after a kept-alive connection failed under it.
+    pub(crate) retried: bool,
 }
 
 /// A hot connection.
@@ -81,12 +84,13 @@ pub(crate) enum Slot {
     Cold(Cold),
 }
 
-/// A slot that found no free connection.
+/// A request not on a connection yet (waiting in the backlog, or being sent).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pending {
     pub(crate) intended: Instant,
     pub(crate) target: usize,
     pub(crate) measured: bool,
+    pub(crate) retried: bool,
 }
 
 /// Cold connection totals over the whole run.

@@ -23,22 +23,24 @@ impl<D: Driver> Engine<D> {
     /// new connection, or (all `--connections` busy) the backlog.
     pub(crate) fn issue(&mut self, intended: Instant, measured: bool) {
         let target = self.choose_target();
+        let pending = Pending {
+            intended,
+            target,
+            measured,
+            retried: false,
+        };
         let endpoint = self.targets[target].endpoint;
         while let Some(id) = self.idle[endpoint].pop() {
             if self.hot_mut(id).is_some_and(|hot| hot.idle) {
-                self.send_request(id, target, intended, measured);
+                self.send_request(id, pending);
                 return;
             }
         }
         if self.hot_open >= self.config.connections && !self.close_one_idle_elsewhere(endpoint) {
-            self.backlog.push_back(Pending {
-                intended,
-                target,
-                measured,
-            });
+            self.backlog.push_back(pending);
             return;
         }
-        self.open_and_send(target, intended, measured);
+        self.open_and_send(pending);
     }
 
     /// With several endpoints, an idle connection to another one may give its place.
@@ -57,8 +59,9 @@ impl<D: Driver> Engine<D> {
         false
     }
 
-    fn open_and_send(&mut self, target: usize, intended: Instant, measured: bool) {
-        let endpoint = self.targets[target].endpoint;
+    fn open_and_send(&mut self, pending: Pending) {
+        let measured = pending.measured;
+        let endpoint = self.targets[pending.target].endpoint;
         match self.driver.connect(self.endpoints[endpoint]) {
             Ok(id) => {
                 self.hot_open += 1;
@@ -77,7 +80,7 @@ impl<D: Driver> Engine<D> {
                     timer_armed: false,
                     idle: false,
                 }));
-                self.send_request(id, target, intended, measured);
+                self.send_request(id, pending);
             }
             Err(error) => {
                 if measured {
@@ -92,7 +95,13 @@ impl<D: Driver> Engine<D> {
         }
     }
 
-    fn send_request(&mut self, id: ConnectionId, target: usize, intended: Instant, measured: bool) {
+    fn send_request(&mut self, id: ConnectionId, pending: Pending) {
+        let Pending {
+            intended,
+            target,
+            measured,
+            retried,
+        } = pending;
         let limit = self.config.requests_per_connection;
         let timeout = self.config.timeout;
         let prepared = &self.targets[target];
@@ -111,6 +120,8 @@ impl<D: Driver> Engine<D> {
             sent,
             measured,
             last,
+            target,
+            retried,
         });
         hot.idle = false;
         hot.reader.reset();
@@ -233,11 +244,14 @@ impl<D: Driver> Engine<D> {
             hot.idle = true;
             let endpoint = hot.endpoint;
             self.idle[endpoint].push(id);
+            // Armed while idle, so a server closing it (keep-alive timeout) is noticed at
+            // once and the connection is not picked for the next request.
+            self.driver.recv(id);
             return;
         };
         let endpoint = self.targets[pending.target].endpoint;
         if self.hot_mut(id).is_some_and(|hot| hot.endpoint == endpoint) {
-            self.send_request(id, pending.target, pending.intended, pending.measured);
+            self.send_request(id, pending);
         } else {
             self.backlog.push_front(pending);
             self.close_hot(id);
@@ -269,12 +283,29 @@ impl<D: Driver> Engine<D> {
     }
 
     /// Ends the outstanding request (if any) with an error of `kind`, closes the connection.
+    ///
+    /// A request that failed with a close or reset on a connection that had already
+    /// carried responses, before any byte of its own response, is sent once more on a new
+    /// connection (as browsers do: the server closed the idle connection as the request
+    /// went out); its intended start stays, so the retry's cost shows in corrected latency.
     pub(crate) fn fail_hot(&mut self, id: ConnectionId, kind: ErrorKind) {
         if let Some(hot) = self.hot_mut(id)
             && let Some(request) = hot.request
-            && request.measured
         {
-            self.recorder.error(kind);
+            let retry = matches!(kind, ErrorKind::Closed | ErrorKind::Reset)
+                && hot.served > 0
+                && hot.reader.nothing_received()
+                && !request.retried;
+            if retry {
+                self.backlog.push_front(Pending {
+                    intended: request.intended,
+                    target: request.target,
+                    measured: request.measured,
+                    retried: true,
+                });
+            } else if request.measured {
+                self.recorder.error(kind);
+            }
         }
         self.close_hot(id);
     }
@@ -291,7 +322,7 @@ impl<D: Driver> Engine<D> {
         *self.slot_mut(id) = Slot::Free;
         self.hot_open -= 1;
         if let Some(pending) = self.backlog.pop_front() {
-            self.open_and_send(pending.target, pending.intended, pending.measured);
+            self.open_and_send(pending);
         } else if self.closed_loop && self.issuing {
             let now = self.now;
             let measured = self.in_window(now);

@@ -24,6 +24,9 @@ pub struct ProcessSample {
     pub at: Instant,
     /// On-CPU nanoseconds summed over all threads.
     pub cpu_ns: u64,
+    /// Nanoseconds threads spent runnable but waiting for a CPU (schedstat's second
+    /// field): time other work took from them.
+    pub runqueue_wait_ns: u64,
     /// User-mode ticks (1/100 s) summed over processes (includes exited threads).
     pub user_ticks: u64,
     /// Kernel-mode ticks.
@@ -106,6 +109,7 @@ pub fn sample_process(pid: u32, with_descendants: bool) -> io::Result<ProcessSam
     let mut sample = ProcessSample {
         at: Instant::now(),
         cpu_ns: 0,
+        runqueue_wait_ns: 0,
         user_ticks: 0,
         system_ticks: 0,
         threads: 0,
@@ -123,6 +127,11 @@ pub fn sample_process(pid: u32, with_descendants: bool) -> io::Result<ProcessSam
         for task in tasks.flatten() {
             if let Ok(schedstat) = fs::read_to_string(task.path().join("schedstat")) {
                 sample.cpu_ns += first_number(&schedstat);
+                sample.runqueue_wait_ns += schedstat
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|field| field.parse::<u64>().ok())
+                    .unwrap_or(0);
                 sample.threads += 1;
             }
         }

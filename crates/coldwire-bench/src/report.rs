@@ -55,6 +55,30 @@ impl Percentiles {
     }
 }
 
+/// One point of a latency distribution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DistributionPoint {
+    /// Percentile, 0–100.
+    pub percentile: f64,
+    /// Latency at that percentile, µs.
+    pub value_us: f64,
+}
+
+/// The distribution of a histogram at percentiles 0, 50, 75, 87.5, … 100 (halving the
+/// distance to 100 each time, as HdrHistogram's percentile output), for plotting.
+pub fn distribution(histogram: &Histogram<u64>) -> Vec<DistributionPoint> {
+    if histogram.is_empty() {
+        return Vec::new();
+    }
+    histogram
+        .iter_quantiles(1)
+        .map(|point| DistributionPoint {
+            percentile: point.quantile_iterated_to() * 100.0,
+            value_us: point.value_iterated_to() as f64 / 1000.0,
+        })
+        .collect()
+}
+
 /// Latency of successful responses of the window's requests.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Latency {
@@ -62,6 +86,10 @@ pub struct Latency {
     pub corrected: Percentiles,
     /// From the actual send: what the server took once the request reached it.
     pub raw: Percentiles,
+    /// The corrected distribution, for plots.
+    pub corrected_distribution: Vec<DistributionPoint>,
+    /// The raw distribution, for plots.
+    pub raw_distribution: Vec<DistributionPoint>,
 }
 
 /// The server's cost over a window, from `/proc`.
@@ -80,6 +108,8 @@ pub struct ServerCost {
     pub user_seconds: f64,
     /// Kernel-mode seconds (tick-sampled).
     pub system_seconds: f64,
+    /// Seconds its threads were runnable but waiting for a CPU (taken by other work).
+    pub runqueue_wait_seconds: f64,
     /// Threads at the window's end.
     pub threads: u64,
     /// Resident memory at the window's start and end, bytes.
@@ -111,6 +141,9 @@ pub struct GeneratorCost {
     pub cpu_seconds: f64,
     /// Per response completed in the window, microseconds.
     pub cpu_us_per_response: f64,
+    /// Seconds it was runnable but waiting for a CPU: other work on its core (missed
+    /// slots usually come from here).
+    pub runqueue_wait_seconds: f64,
 }
 
 /// One phase's results.
@@ -204,6 +237,8 @@ impl PhaseReport {
             latency: Latency {
                 corrected: Percentiles::of(&recorder.corrected),
                 raw: Percentiles::of(&recorder.raw),
+                corrected_distribution: distribution(&recorder.corrected),
+                raw_distribution: distribution(&recorder.raw),
             },
             schedule_lateness: Percentiles::of(&recorder.lateness),
             connections_opened: recorder.connections_opened,
@@ -300,4 +335,31 @@ pub struct ServerInfo {
     pub pid: Option<u32>,
     /// Stats endpoint read.
     pub stats_url: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_distribution_in_microseconds() {
+        let mut histogram = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for value in 1..=1000u64 {
+            histogram.record(value * 1000).unwrap();
+        }
+        let percentiles = Percentiles::of(&histogram);
+        assert_eq!(percentiles.count, 1000);
+        assert!((percentiles.p50_us - 500.0).abs() < 1.0, "{percentiles:?}");
+        assert!((percentiles.max_us - 1000.0).abs() < 1.0);
+        let points = distribution(&histogram);
+        assert!(points.len() > 5);
+        assert!(
+            points
+                .windows(2)
+                .all(|pair| pair[0].percentile <= pair[1].percentile)
+        );
+        assert_eq!(points.last().map(|point| point.percentile), Some(100.0));
+        assert!(distribution(&Histogram::<u64>::new(3).unwrap()).is_empty());
+        assert_eq!(Percentiles::of(&Histogram::<u64>::new(3).unwrap()).count, 0);
+    }
 }

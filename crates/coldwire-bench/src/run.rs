@@ -141,6 +141,10 @@ fn fill_costs(report: &mut PhaseReport, start: &Edge, end: &Edge) {
                 / TICKS_PER_SECOND,
             system_seconds: after.system_ticks.saturating_sub(before.system_ticks) as f64
                 / TICKS_PER_SECOND,
+            runqueue_wait_seconds: after
+                .runqueue_wait_ns
+                .saturating_sub(before.runqueue_wait_ns) as f64
+                / 1e9,
             threads: after.threads,
             rss_bytes: (before.rss_bytes, after.rss_bytes),
             open_descriptors: (before.open_descriptors, after.open_descriptors),
@@ -152,6 +156,10 @@ fn fill_costs(report: &mut PhaseReport, start: &Edge, end: &Edge) {
         report.generator = Some(GeneratorCost {
             cpu_seconds: generator_seconds,
             cpu_us_per_response: per_request(generator_seconds, report.completed_in_window),
+            runqueue_wait_seconds: after
+                .runqueue_wait_ns
+                .saturating_sub(before.runqueue_wait_ns) as f64
+                / 1e9,
         });
     }
     if let (Some(before), Some(after)) = (&start.machine, &end.machine) {

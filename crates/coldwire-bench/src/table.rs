@@ -173,6 +173,17 @@ pub fn format_report(report: &BenchReport) -> String {
             ));
         }
         for phase in &run.phases {
+            if let Some(generator) = &phase.generator
+                && generator.runqueue_wait_seconds > 0.05 * phase.window_seconds
+            {
+                notes.push(format!(
+                    "{}: the generator waited {:.2} s of {:.1} s for a CPU (other work on its core): \
+                     missed slots and corrected latency include that; give it a core of its own (--cpu)",
+                    phase_name(&run.name, phase),
+                    generator.runqueue_wait_seconds,
+                    phase.window_seconds
+                ));
+            }
             if phase.errors_total > 0 {
                 let errors = serde_json::to_value(phase.errors)
                     .ok()

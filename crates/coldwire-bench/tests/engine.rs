@@ -28,6 +28,8 @@ enum Behaviour {
     Reset,
     /// Answers 503 at once.
     Unavailable,
+    /// Answers 200 (without `Connection: close`), then closes the connection.
+    CloseAfterOne,
 }
 
 /// Reads one request head; false at end of stream or error.
@@ -63,6 +65,10 @@ fn serve_connection(mut stream: TcpStream, behaviour: Behaviour) {
             Behaviour::Reset => {
                 let socket = socket2::Socket::from(stream);
                 let _ = socket.set_linger(Some(Duration::ZERO));
+                return;
+            }
+            Behaviour::CloseAfterOne => {
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
                 return;
             }
             Behaviour::Unavailable => {
@@ -209,4 +215,21 @@ fn one_connection_per_request_opens_a_connection_per_request() {
     let phase = &report.phases[0];
     assert_eq!(phase.succeeded_requests, 50, "{:?}", phase.errors);
     assert_eq!(phase.connections_opened, 50);
+}
+
+#[test]
+fn a_server_closing_kept_alive_connections_costs_reconnections_not_errors() {
+    let address = start_server(Behaviour::CloseAfterOne);
+    let mut config = load(address);
+    config.connections = 2;
+    let report = run(config, 50.0, 0.6);
+    let phase = &report.phases[0];
+    assert_eq!(phase.offered_requests, 30);
+    assert_eq!(phase.errors_total, 0, "{:?}", phase.errors);
+    assert_eq!(phase.succeeded_requests, 30);
+    assert!(
+        phase.connections_opened >= 29,
+        "{}",
+        phase.connections_opened
+    );
 }
