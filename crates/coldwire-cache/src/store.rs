@@ -41,7 +41,8 @@ pub struct StoreConfig {
     pub capacity: u64,
     /// Largest body stored; bigger responses pass through uncached.
     pub max_object: u64,
-    /// Shards (each a mutex); rounded up to at least 1.
+    /// Shards (each a mutex); at least 1, and at most as many as keep every shard's share
+    /// of the budget at least `max_object`.
     pub shards: usize,
 }
 
@@ -317,7 +318,12 @@ pub struct Store {
 impl Store {
     /// An empty store.
     pub fn new(config: StoreConfig) -> Store {
-        let shards = config.shards.max(1);
+        // Every shard must be able to hold the largest object: fewer shards when objects
+        // may be a large part of the budget.
+        let fitting = (config.capacity / config.max_object.max(1)).max(1);
+        let shards = config
+            .shards
+            .clamp(1, usize::try_from(fitting).unwrap_or(usize::MAX));
         Store {
             config: StoreConfig { shards, ..config },
             shards: (0..shards).map(|_| Mutex::new(Shard::new())).collect(),
@@ -555,6 +561,17 @@ mod tests {
             );
         }
         assert_eq!(store.counters().evicted, 1);
+    }
+
+    #[test]
+    fn a_large_object_limit_means_fewer_shards() {
+        let store = Store::new(StoreConfig {
+            capacity: 256 << 20,
+            max_object: 100 << 20,
+            shards: 16,
+        });
+        assert_eq!(store.config().shards, 2);
+        assert!(store.insert("big", response(64 << 20, VaryKey::default())));
     }
 
     #[test]

@@ -228,6 +228,36 @@ pub trait Driver {
         self.recv(connection);
     }
 
+    /// Whether [`Driver::splice`] works here (`splice(2)` between sockets).
+    fn supports_splice(&self) -> bool {
+        false
+    }
+
+    /// Moves `length` bytes (`u64::MAX`: until the source's end of stream) from `source`'s
+    /// socket to `destination`'s through a pooled pipe, without copying them into user
+    /// space; with `keep_copy`, a copy is also collected (`tee`) for
+    /// [`Driver::take_splice_copy`]. It acts as output queued on `destination`: completion
+    /// is `Sent { destination }`, or `Failed { destination }` (the source ending early is
+    /// `UnexpectedEof`). Meanwhile nobody receives from `source` or sends on
+    /// `destination`, whose queue must be empty at the start. The default refuses
+    /// (`Unsupported`): callers fall back to receive and send.
+    fn splice(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+        keep_copy: bool,
+    ) -> io::Result<()> {
+        let _ = (source, destination, length, keep_copy);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    /// The copy kept by the finished `keep_copy` splice to `destination`, once.
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        let _ = destination;
+        None
+    }
+
     /// Queues output; nothing is written until [`Driver::flush`].
     fn send(&mut self, connection: ConnectionId, chunk: Chunk);
 

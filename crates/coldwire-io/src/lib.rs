@@ -12,6 +12,7 @@ pub mod buffer_pool;
 pub mod counters;
 pub mod driver;
 pub mod epoll;
+pub mod pipe_pool;
 pub mod poll;
 pub mod poller;
 pub mod readiness;

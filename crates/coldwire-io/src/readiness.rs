@@ -31,6 +31,9 @@ use crate::sys;
 use crate::timer_wheel::{TimerHandle, TimerWheel};
 use crate::waker::Waker;
 
+#[path = "splice.rs"]
+mod splice;
+
 const LISTENER_TOKEN_BASE: usize = 1 << 40;
 const WAKER_TOKEN: usize = usize::MAX;
 /// Slices gathered into one `sendmsg` (100 pipelined responses fit in two calls).
@@ -47,6 +50,12 @@ const MAY_READ: u8 = 2;
 const MAY_WRITE: u8 = 4;
 const WRITE_WAITING: u8 = 8;
 const CONNECTING: u8 = 16;
+/// A splice waits to read this socket / to write to it (see `splice.rs`).
+const SPLICE_READ: u8 = 32;
+const SPLICE_WRITE: u8 = 64;
+/// Pipe size for splices: 256 KiB moves four loopback segments per call while 256 pipes
+/// stay within the default per-user pipe budget (64 MiB).
+const SPLICE_PIPE_BYTES: usize = 256 * 1024;
 
 struct Connection {
     fd: RawFd,
@@ -86,6 +95,7 @@ pub struct ReadinessDriver<P: Poller> {
     counters: LoopCounters,
     waker: Waker,
     now: Instant,
+    splices: splice::Splices,
 }
 
 /// The connection `id` names, if it is still the slot's current occupant.
@@ -136,6 +146,7 @@ impl<P: Poller> ReadinessDriver<P> {
             counters: LoopCounters::default(),
             waker,
             now,
+            splices: splice::Splices::new(SPLICE_PIPE_BYTES, 64),
         })
     }
 
@@ -158,8 +169,8 @@ impl<P: Poller> ReadinessDriver<P> {
             return;
         };
         let wanted = Interest {
-            readable: connection.flags & RECV_ARMED != 0,
-            writable: connection.flags & (WRITE_WAITING | CONNECTING) != 0,
+            readable: connection.flags & (RECV_ARMED | SPLICE_READ) != 0,
+            writable: connection.flags & (WRITE_WAITING | CONNECTING | SPLICE_WRITE) != 0,
         };
         if wanted != connection.interest {
             connection.interest = wanted;
@@ -396,6 +407,7 @@ impl<P: Poller> ReadinessDriver<P> {
         if event.writable && flags & WRITE_WAITING != 0 {
             self.continue_write(id);
         }
+        self.splice_ready(id.slot);
     }
 
     fn set_listener_interest(&mut self, interest: Interest) {
@@ -624,6 +636,24 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         self.recv(id);
     }
 
+    fn supports_splice(&self) -> bool {
+        true
+    }
+
+    fn splice(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+        keep_copy: bool,
+    ) -> io::Result<()> {
+        self.start_splice(source, destination, length, keep_copy)
+    }
+
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.take_copy(destination)
+    }
+
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
         if chunk.is_empty() {
             return;
@@ -704,6 +734,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         if !self.is_current(id) {
             return;
         }
+        self.splice_closed(id.slot);
         self.drop_output(id.index());
         let Some(connection) = self.connections.remove(id.index()) else {
             return;

@@ -14,6 +14,8 @@ use coldwire_io::{
 
 type Harness<P> = ReadinessDriver<P>;
 
+mod splice_cases;
+
 fn listener() -> (TcpListener, std::net::SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
@@ -455,6 +457,8 @@ macro_rules! conformance {
             #[test] fn stale_completions_never_reach_a_reused_slot() { super::stale_completions_never_reach_a_reused_slot::<$poller>() }
             #[test] fn high_descriptors_among_many_idle_ones() { super::high_descriptors_among_many_idle_ones::<$poller>() }
             #[test] fn connects_sends_before_established_and_reports_refusal() { super::connects_sends_before_established_and_reports_refusal::<$poller>() }
+            #[test] fn splice_moves_a_length_and_keeps_an_exact_copy() { super::splice_cases::splice_moves_a_length_and_keeps_an_exact_copy(super::driver::<$poller>) }
+            #[test] fn splice_until_end_of_stream_and_reports_an_early_end() { super::splice_cases::splice_until_end_of_stream_and_reports_an_early_end(super::driver::<$poller>) }
         }
     )*};
 }

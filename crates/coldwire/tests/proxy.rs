@@ -30,6 +30,10 @@ macro_rules! backend_tests {
             reverse_proxy_forwards_origin_form_requests,
             megabyte_bodies_are_byte_identical_on_miss_and_hit,
             connect_tunnel_reaches_a_tls_server,
+            spliced_connect_tunnel_reaches_a_tls_server,
+            bodies_are_identical_through_every_data_path,
+            stale_pooled_connection_is_retried_on_a_fresh_one,
+            silent_origin_gets_504,
             garbage_request_gets_400,
         ]);)+
     };
@@ -314,6 +318,14 @@ fn megabyte_bodies_are_byte_identical_on_miss_and_hit(backend: &str) {
 }
 
 fn connect_tunnel_reaches_a_tls_server(backend: &str) {
+    tunnel_to_tls_server(backend, &[]);
+}
+
+fn spliced_connect_tunnel_reaches_a_tls_server(backend: &str) {
+    tunnel_to_tls_server(backend, &["--data-path", "splice"]);
+}
+
+fn tunnel_to_tls_server(backend: &str, proxy_args: &[&str]) {
     if Command::new("openssl").arg("version").output().is_err() {
         println!("skipped: openssl is not installed (the CI script installs it)");
         return;
@@ -365,7 +377,7 @@ fn connect_tunnel_reaches_a_tls_server(backend: &str) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let proxy = Proxy::start(backend, &[]);
+    let proxy = Proxy::start(backend, proxy_args);
     let output = curl(&[
         "-k",
         "-x",
@@ -394,4 +406,123 @@ fn garbage_request_gets_400(backend: &str) {
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"));
+}
+
+fn sha256_of_file(path: &std::path::Path) -> String {
+    let output = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum (coreutils)");
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// 1 MiB and 64 MiB bodies through copy, splice and splice+tee (cache on), as a miss and,
+/// when cached, as a hit: the SHA-256 of what curl receives equals the origin's.
+fn bodies_are_identical_through_every_data_path(backend: &str) {
+    let origin = Origin::start();
+    let directory = tempfile::tempdir().unwrap();
+    let sizes = [1usize << 20, 64 << 20];
+    let mut expected = Vec::new();
+    for size in sizes {
+        let path = directory.path().join(format!("expected-{size}"));
+        std::fs::write(&path, body_of(size)).unwrap();
+        expected.push(sha256_of_file(&path));
+    }
+    let paths: [(&str, &[&str]); 4] = [
+        ("copy", &["--data-path", "copy", "--cache-bytes", "0"]),
+        (
+            "copy+cache",
+            &["--data-path", "copy", "--max-object-bytes", "100000000"],
+        ),
+        ("splice", &["--data-path", "splice", "--cache-bytes", "0"]),
+        (
+            "splice+tee",
+            &["--data-path", "splice", "--max-object-bytes", "100000000"],
+        ),
+    ];
+    for (name, args) in paths {
+        let proxy = Proxy::start(backend, args);
+        let rounds = if name.ends_with("cache") || name.ends_with("tee") {
+            2
+        } else {
+            1
+        };
+        for (size, expected) in sizes.iter().zip(&expected) {
+            let path = format!("/big?n={size}&path={name}");
+            let url = origin.url(&path);
+            for round in 0..rounds {
+                let received = directory.path().join("received");
+                let output = curl(&["-x", &proxy.url(), "-o", received.to_str().unwrap(), &url]);
+                assert_eq!(output.code, 0, "{name}, {size} bytes, round {round}");
+                assert_eq!(
+                    &sha256_of_file(&received),
+                    expected,
+                    "{name}, {size} bytes, round {round}"
+                );
+            }
+            let requests = origin.requests(&path);
+            assert_eq!(
+                requests, 1,
+                "{name}: {rounds} rounds cost {requests} origin requests"
+            );
+        }
+    }
+}
+
+/// The origin closes idle keep-alive connections; the next request on the pooled one
+/// fails before any response byte and is retried on a fresh connection, unseen by curl.
+fn stale_pooled_connection_is_retried_on_a_fresh_one(backend: &str) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        // One request per connection, answered with keep-alive promised; then the
+        // connection is closed 100 ms later without a word, so the pooled one goes stale.
+        for stream in listener.incoming().flatten() {
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Length: 2\r\n\r\nok",
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            });
+        }
+    });
+    let proxy = Proxy::start(backend, &[]);
+    let url = format!("http://{address}/x");
+    for _ in 0..3 {
+        let (status, _, body) = via_proxy(&proxy, &[], &url);
+        assert_eq!((status, &body[..]), (200, &b"ok"[..]));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+}
+
+/// An origin that accepts and never answers gets a 504 after --upstream-timeout.
+fn silent_origin_gets_504(backend: &str) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let proxy = Proxy::start(backend, &["--upstream-timeout", "1"]);
+    let started = std::time::Instant::now();
+    let (status, _, _) = via_proxy(&proxy, &[], &format!("http://{address}/slow"));
+    assert_eq!(status, 504);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    drop(listener);
 }

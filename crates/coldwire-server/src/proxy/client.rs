@@ -377,12 +377,10 @@ impl<D: Driver> Worker<D> {
 
     pub(super) fn on_client_sent(&mut self, client: &mut Client) -> Step {
         if client.tunnel.is_some() {
-            self.tunnel_client_drained(client);
-            return Step::Keep;
+            return self.tunnel_client_drained(client);
         }
         if client.exchange.is_some() {
-            self.client_drained(client);
-            return Step::Keep;
+            return self.client_drained(client);
         }
         self.after_output(client)
     }

@@ -30,8 +30,9 @@ pub enum Mode {
 pub enum DataPath {
     /// Read into user space, write from there (a copy kept for the cache on the way).
     Copy,
-    /// splice(2) through pooled pipes for bodies above the threshold. Not implemented yet:
-    /// the proxy refuses to start with it (see docs/proxy.md).
+    /// splice(2) through pooled pipes for `Content-Length` bodies of at least the
+    /// threshold and for CONNECT tunnels; a cacheable body keeps its copy with tee(2).
+    /// Falls back to copying on drivers without splice.
     Splice,
 }
 

@@ -15,11 +15,12 @@ use coldwire_cache::{CacheStatus, Fields, Storability, VaryKey, storability};
 use coldwire_http::{ResponseFraming, Status, Version};
 use coldwire_io::{Buffer, Chunk, Driver, Flush};
 
+use super::config::DataPath;
 use super::head::{
     ClientFraming, ClientHead, UpstreamResponse, end_to_end, parse_upstream_response,
     write_client_head,
 };
-use super::state::{Client, Origin, OriginState, Progress};
+use super::state::{Client, Origin, OriginState, Progress, SplicePlan};
 use super::worker::{Step, Worker};
 use crate::output::Output;
 use crate::session::Phase;
@@ -85,7 +86,13 @@ impl<D: Driver> Worker<D> {
         }
         let id = origin.id;
         self.put_origin(origin);
+        let splice = client
+            .exchange
+            .as_ref()
+            .and_then(|exchange| exchange.response.as_ref())
+            .is_some_and(|progress| progress.splice == SplicePlan::Pending);
         match self.driver.flush(client.session.id) {
+            Flush::Done if splice => self.start_body_splice(client),
             Flush::Done => {
                 let deadline = self.upstream_deadline();
                 self.driver.set_timer(id, deadline);
@@ -200,6 +207,10 @@ impl<D: Driver> Worker<D> {
             }
             cache_status = Some(status);
         }
+        let splice = self.config.data_path == DataPath::Splice
+            && self.driver.supports_splice()
+            && !exchange.head_only
+            && matches!(response.framing, ResponseFraming::Length(length) if length >= self.config.splice_threshold);
         let rechunk = response.framing == ResponseFraming::UntilClose
             && exchange.version == Version::Http11
             && exchange.keep_alive;
@@ -227,13 +238,17 @@ impl<D: Driver> Worker<D> {
         };
         write_client_head(output.bytes(&mut self.driver), &head);
         output.finish(&mut self.driver);
-        exchange.response = Some(progress(
+        let mut progress = progress(
             response.status,
             response.framing,
             response.keep_alive,
             rechunk,
             fill,
-        ));
+        );
+        if splice {
+            progress.splice = SplicePlan::Pending;
+        }
+        exchange.response = Some(progress);
     }
 
     /// Forwards body bytes; true once the body is complete.
@@ -376,15 +391,26 @@ impl<D: Driver> Worker<D> {
         self.flush_client(client)
     }
 
-    /// The client took everything sent: read the origin again.
-    pub(super) fn client_drained(&mut self, client: &mut Client) {
+    /// The client took everything sent: read the origin again (or start or finish the
+    /// body's splice).
+    pub(super) fn client_drained(&mut self, client: &mut Client) -> Step {
         let Some(origin_id) = client
             .exchange
             .as_ref()
             .and_then(|exchange| exchange.origin)
         else {
-            return;
+            return Step::Keep;
         };
+        let plan = client
+            .exchange
+            .as_ref()
+            .and_then(|exchange| exchange.response.as_ref())
+            .map_or(SplicePlan::No, |progress| progress.splice);
+        match plan {
+            SplicePlan::Pending => return self.start_body_splice(client),
+            SplicePlan::Running => return self.finish_body_splice(client, origin_id),
+            SplicePlan::No => {}
+        }
         client.session.enter(&mut self.driver, Phase::Idle);
         if let Some(mut origin) = self.take_origin(origin_id) {
             if origin.waiting_for_client {
@@ -395,6 +421,69 @@ impl<D: Driver> Worker<D> {
             }
             self.put_origin(origin);
         }
+        Step::Keep
+    }
+
+    /// Hands the rest of a long `Content-Length` body to the driver's splice (with a
+    /// tee'd copy when it is being cached); falls back to copying if the driver refuses.
+    fn start_body_splice(&mut self, client: &mut Client) -> Step {
+        let client_id = client.session.id;
+        let Some(exchange) = client.exchange.as_mut() else {
+            return Step::Keep;
+        };
+        let (Some(origin), Some(progress)) = (exchange.origin, exchange.response.as_mut()) else {
+            return Step::Keep;
+        };
+        let keep_copy = progress.fill.is_some();
+        match self
+            .driver
+            .splice(origin, client_id, progress.remaining, keep_copy)
+        {
+            Ok(()) => {
+                progress.splice = SplicePlan::Running;
+                self.driver.cancel_timer(origin);
+                client.session.enter(&mut self.driver, Phase::Writing);
+                client.session.progress_mark = u64::MAX;
+                let due = self.driver.now() + self.write_timeout();
+                client.session.set_deadline(&mut self.driver, due);
+            }
+            Err(_) => {
+                progress.splice = SplicePlan::No;
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(origin, deadline);
+                self.driver.recv_eager(origin);
+            }
+        }
+        Step::Keep
+    }
+
+    /// The driver spliced the whole body: store the tee'd copy and finish.
+    fn finish_body_splice(
+        &mut self,
+        client: &mut Client,
+        origin_id: coldwire_io::ConnectionId,
+    ) -> Step {
+        let copy = self.driver.take_splice_copy(client.session.id);
+        if let Some(progress) = client
+            .exchange
+            .as_mut()
+            .and_then(|exchange| exchange.response.as_mut())
+        {
+            progress.body_bytes += progress.remaining;
+            progress.remaining = 0;
+            progress.splice = SplicePlan::No;
+            let stored = match (progress.fill.as_mut(), copy) {
+                (Some((fill, _)), Some(copy)) => fill.push(Bytes::from(copy)),
+                // A fill without its copy cannot be completed.
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if !stored {
+                progress.fill = None;
+            }
+        }
+        let origin = self.take_origin(origin_id);
+        self.finish_response(client, origin)
     }
 }
 
@@ -417,5 +506,6 @@ fn progress(
         upstream_keep_alive,
         fill,
         body_bytes: 0,
+        splice: SplicePlan::No,
     }
 }

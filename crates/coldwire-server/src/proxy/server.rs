@@ -12,7 +12,7 @@ use coldwire_io::{
     Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
 };
 
-use super::config::{DataPath, ProxyConfig};
+use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
 use crate::server::{StopHandle, bind};
@@ -38,12 +38,6 @@ impl RunningProxy {
             context: "cannot raise the open-files limit",
             source,
         })?;
-        if config.data_path == DataPath::Splice {
-            return Err(ServerError::System {
-                context: "--data-path splice is not implemented yet (see docs/proxy.md); use --data-path copy",
-                source: std::io::Error::from(std::io::ErrorKind::Unsupported),
-            });
-        }
         config
             .backend
             .probe()

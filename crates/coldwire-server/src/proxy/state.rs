@@ -115,6 +115,19 @@ pub struct Progress {
     pub fill: Option<(Fill, Fields)>,
     /// Body bytes sent to the client.
     pub body_bytes: u64,
+    /// Whether the rest of the body is spliced.
+    pub splice: SplicePlan,
+}
+
+/// The splice data path of one response body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplicePlan {
+    /// Copied through user space.
+    No,
+    /// Spliced once the head (and any body bytes that came with it) reached the client.
+    Pending,
+    /// The driver is splicing the rest of the body.
+    Running,
 }
 
 /// A CONNECT tunnel.
@@ -127,6 +140,8 @@ pub struct Tunnel {
     pub client_done: bool,
     /// The origin finished sending.
     pub origin_done: bool,
+    /// Both directions are spliced by the driver.
+    pub spliced: bool,
 }
 
 /// What an upstream connection is doing.

@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use coldwire_http::Status;
 use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush};
 
+use super::config::DataPath;
 use super::resolver::Resolution;
 use super::state::{Client, Origin, OriginState, Tunnel};
 use super::worker::{Step, Worker};
@@ -25,6 +26,7 @@ impl<D: Driver> Worker<D> {
             port,
             client_done: false,
             origin_done: false,
+            spliced: false,
         });
         client.session.enter(&mut self.driver, Phase::Idle);
         let due = self.upstream_deadline();
@@ -125,11 +127,36 @@ impl<D: Driver> Worker<D> {
             }
             self.driver.recycle(input);
         }
-        let step = match self.driver.flush(client_id) {
+        let client_flush = self.driver.flush(client_id);
+        let origin_flush = self.driver.flush(origin_id);
+        let splice = self.config.data_path == DataPath::Splice && self.driver.supports_splice();
+        if splice
+            && matches!(client_flush, Flush::Done)
+            && matches!(origin_flush, Flush::Done)
+            && self
+                .driver
+                .splice(client_id, origin_id, u64::MAX, false)
+                .is_ok()
+        {
+            if self
+                .driver
+                .splice(origin_id, client_id, u64::MAX, false)
+                .is_ok()
+            {
+                if let Some(tunnel) = client.tunnel.as_mut() {
+                    tunnel.spliced = true;
+                }
+                self.put_client(client, Step::Keep);
+            } else {
+                self.put_client(client, Step::Close);
+            }
+            return;
+        }
+        let step = match client_flush {
             Flush::Failed(_) => Step::Close,
             _ => Step::Keep,
         };
-        match self.driver.flush(origin_id) {
+        match origin_flush {
             Flush::Done => self.driver.recv_eager(client_id),
             Flush::Pending => {}
             Flush::Failed(_) => {
@@ -196,21 +223,48 @@ impl<D: Driver> Worker<D> {
         self.put_client(client, step);
     }
 
-    /// The client took everything: read the origin again.
-    pub(super) fn tunnel_client_drained(&mut self, client: &mut Client) {
+    /// The client took everything: read the origin again. Spliced: the origin's direction
+    /// has ended (its end of stream was passed on).
+    pub(super) fn tunnel_client_drained(&mut self, client: &mut Client) -> Step {
+        if let Some(tunnel) = client.tunnel.as_mut()
+            && tunnel.spliced
+        {
+            tunnel.origin_done = true;
+            if tunnel.client_done {
+                return Step::Close;
+            }
+            self.driver.shutdown_write(client.session.id);
+            return Step::Keep;
+        }
         if let Some(tunnel) = client.tunnel.as_ref()
             && let Some(origin) = tunnel.origin
             && !tunnel.origin_done
         {
             self.driver.recv_eager(origin);
         }
+        Step::Keep
     }
 
     /// The origin took everything: read the client again.
     pub(super) fn tunnel_origin_drained(&mut self, client_id: ConnectionId) {
-        let Some(client) = self.take_client(client_id) else {
+        let Some(mut client) = self.take_client(client_id) else {
             return;
         };
+        if let Some(tunnel) = client.tunnel.as_mut()
+            && tunnel.spliced
+        {
+            // Spliced: the client's direction has ended; pass its end of stream on.
+            tunnel.client_done = true;
+            if tunnel.origin_done {
+                self.put_client(client, Step::Close);
+                return;
+            }
+            if let Some(origin) = tunnel.origin {
+                self.driver.shutdown_write(origin);
+            }
+            self.put_client(client, Step::Keep);
+            return;
+        }
         let done = client
             .tunnel
             .as_ref()

@@ -285,6 +285,12 @@ impl<D: Driver> Worker<D> {
             session.set_deadline(&mut self.driver, due);
             return Step::Keep;
         }
+        if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
+            // A spliced tunnel's traffic never passes through here, so its silence cannot
+            // be told from activity: it lasts until either side closes.
+            session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
+            return Step::Keep;
+        }
         match session.phase {
             Phase::Idle if client.exchange.is_some() => {
                 // Waiting for the origin: its own timer decides (504).

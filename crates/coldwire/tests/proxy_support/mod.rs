@@ -225,8 +225,8 @@ fn answer(
         "/echo" => respond(writer, "200 OK", &[("X-Method", method.to_owned())], body),
         "/big" => {
             let length: usize = path
-                .split('=')
-                .nth(1)
+                .split(['?', '&'])
+                .find_map(|parameter| parameter.strip_prefix("n="))
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(1 << 20);
             respond(

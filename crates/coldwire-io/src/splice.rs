@@ -1,0 +1,363 @@
+//! Socket-to-socket transfers through pooled pipes with `splice(2)` — bytes never enter
+//! user space — and, for a cache, a copy kept with `tee(2)` (the KeepCopy of seed 002).
+//! A child module of `readiness`, so it drives the same connections, hints and poller.
+//!
+//! A transfer moves `length` bytes (or everything until the source's end of stream) from
+//! one connection's socket to another's: splice source → pipe, [tee pipe → copy pipe, read
+//! the copy], splice pipe → destination. It behaves like output queued on the destination:
+//! it completes with `Sent { destination }`, or `Failed { destination }` (an early end of
+//! the source is `UnexpectedEof`).
+//!
+//! Invariants:
+//! - while a transfer runs, nobody receives from its source or queues output on its
+//!   destination (the `Driver::splice` contract), so the readiness hints of both sockets
+//!   belong to it; `SPLICE_READ` / `SPLICE_WRITE` tell level-triggered pollers what it
+//!   waits for;
+//! - with a copy, the source is read only when the pipe is empty: `tee` duplicates from the
+//!   start of the pipe, so this makes every copied byte a new one;
+//! - a pipe goes back to the pool only when empty (it would leak bytes into the next
+//!   transfer); closing either connection ends its transfers.
+
+use std::collections::HashMap;
+use std::io;
+
+use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
+use crate::driver::{Completion, ConnectionId};
+use crate::pipe_pool::{Pipe, PipePool, read, splice, tee};
+use crate::poller::Poller;
+
+/// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
+pub(super) const UNTIL_END: u64 = u64::MAX;
+
+struct Transfer {
+    source: ConnectionId,
+    destination: ConnectionId,
+    remaining: u64,
+    in_pipe: usize,
+    pipe: Pipe,
+    copy: Option<(Pipe, Vec<u8>)>,
+    source_ended: bool,
+}
+
+/// The running transfers of one driver and its pipe pool.
+pub(super) struct Splices {
+    transfers: HashMap<u32, Transfer>,
+    /// Slot of a source → slot of the destination whose transfer reads it.
+    sources: HashMap<u32, u32>,
+    pipes: PipePool,
+    copies: HashMap<ConnectionId, Vec<u8>>,
+}
+
+impl Splices {
+    /// No transfers; pipes of `pipe_size` bytes, at most `max_free_pipes` kept.
+    pub(super) fn new(pipe_size: usize, max_free_pipes: usize) -> Splices {
+        Splices {
+            transfers: HashMap::new(),
+            sources: HashMap::new(),
+            pipes: PipePool::new(pipe_size, max_free_pipes),
+            copies: HashMap::new(),
+        }
+    }
+
+    /// True when no transfer runs (the common case: one map lookup skipped).
+    pub(super) fn is_idle(&self) -> bool {
+        self.transfers.is_empty()
+    }
+}
+
+enum Pumped {
+    Waiting,
+    Done,
+    Failed(io::Error),
+}
+
+impl<P: Poller> ReadinessDriver<P> {
+    /// Starts a transfer (see the module doc).
+    pub(super) fn start_splice(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+        keep_copy: bool,
+    ) -> io::Result<()> {
+        let invalid = |why| Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+        if source == destination {
+            return invalid("a splice needs two connections");
+        }
+        if current(&mut self.connections, source).is_none() {
+            return invalid("the source connection is closed");
+        }
+        let Some(target) = current(&mut self.connections, destination) else {
+            return invalid("the destination connection is closed");
+        };
+        if !target.output.is_empty() {
+            return invalid("the destination still has queued output");
+        }
+        if self.splices.transfers.contains_key(&destination.slot)
+            || self.splices.sources.contains_key(&source.slot)
+        {
+            return invalid("a splice is already running on this connection");
+        }
+        let pipe = self.splices.pipes.take()?;
+        let copy = if keep_copy {
+            match self.splices.pipes.take() {
+                Ok(copy_pipe) => Some((copy_pipe, Vec::new())),
+                Err(error) => {
+                    self.splices.pipes.give_back(pipe, true);
+                    return Err(error);
+                }
+            }
+        } else {
+            None
+        };
+        self.splices.transfers.insert(
+            destination.slot,
+            Transfer {
+                source,
+                destination,
+                remaining: length,
+                in_pipe: 0,
+                pipe,
+                copy,
+                source_ended: false,
+            },
+        );
+        self.splices.sources.insert(source.slot, destination.slot);
+        if length == 0 {
+            self.finish_transfer(destination.slot, None);
+            return Ok(());
+        }
+        self.pump(destination.slot);
+        Ok(())
+    }
+
+    /// A readiness event arrived for `slot`: advance the transfers it takes part in.
+    pub(super) fn splice_ready(&mut self, slot: u32) {
+        if self.splices.is_idle() {
+            return;
+        }
+        if self.splices.transfers.contains_key(&slot) {
+            self.pump(slot);
+        }
+        if let Some(&destination) = self.splices.sources.get(&slot) {
+            self.pump(destination);
+        }
+    }
+
+    /// `slot` is closing: its transfers end without a completion (the server closes both
+    /// sides of a failed exchange itself).
+    pub(super) fn splice_closed(&mut self, slot: u32) {
+        if self.splices.is_idle() {
+            return;
+        }
+        if self.splices.transfers.contains_key(&slot) {
+            self.drop_transfer(slot);
+        }
+        if let Some(destination) = self.splices.sources.get(&slot).copied() {
+            self.drop_transfer(destination);
+        }
+        self.splices.copies.retain(|id, _| id.slot != slot);
+    }
+
+    /// The copy kept by a finished transfer to `destination`.
+    pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.splices.copies.remove(&destination)
+    }
+
+    fn drop_transfer(&mut self, destination_slot: u32) {
+        let Some(transfer) = self.splices.transfers.remove(&destination_slot) else {
+            return;
+        };
+        self.splices.sources.remove(&transfer.source.slot);
+        for (id, flag) in [
+            (transfer.source, SPLICE_READ),
+            (transfer.destination, SPLICE_WRITE),
+        ] {
+            if let Some(connection) = current(&mut self.connections, id) {
+                connection.flags &= !flag;
+            }
+            self.update_interest(id);
+        }
+        let empty = transfer.in_pipe == 0;
+        self.splices.pipes.give_back(transfer.pipe, empty);
+        if let Some((copy_pipe, _)) = transfer.copy {
+            self.splices.pipes.give_back(copy_pipe, true);
+        }
+    }
+
+    fn finish_transfer(&mut self, destination_slot: u32, error: Option<io::Error>) {
+        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+            return;
+        };
+        let destination = transfer.destination;
+        let copy = transfer
+            .copy
+            .as_mut()
+            .map(|(_, bytes)| std::mem::take(bytes));
+        self.drop_transfer(destination_slot);
+        match error {
+            None => {
+                if let Some(copy) = copy {
+                    self.splices.copies.insert(destination, copy);
+                }
+                self.completions.push_back(Completion::Sent {
+                    connection: destination,
+                });
+            }
+            Some(error) => self.completions.push_back(Completion::Failed {
+                connection: destination,
+                error,
+            }),
+        }
+    }
+
+    fn pump(&mut self, destination_slot: u32) {
+        let outcome = self.pump_once(destination_slot);
+        match outcome {
+            Pumped::Waiting => {
+                let Some(transfer) = self.splices.transfers.get(&destination_slot) else {
+                    return;
+                };
+                let (source, destination) = (transfer.source, transfer.destination);
+                let wants_read = !transfer.source_ended
+                    && transfer.remaining > 0
+                    && transfer.in_pipe < transfer.pipe.capacity
+                    && (transfer.copy.is_none() || transfer.in_pipe == 0);
+                let wants_write = transfer.in_pipe > 0;
+                if let Some(connection) = current(&mut self.connections, source) {
+                    connection.flags = (connection.flags & !SPLICE_READ)
+                        | if wants_read { SPLICE_READ } else { 0 };
+                }
+                if let Some(connection) = current(&mut self.connections, destination) {
+                    connection.flags = (connection.flags & !SPLICE_WRITE)
+                        | if wants_write { SPLICE_WRITE } else { 0 };
+                }
+                self.update_interest(source);
+                self.update_interest(destination);
+            }
+            Pumped::Done => self.finish_transfer(destination_slot, None),
+            Pumped::Failed(error) => self.finish_transfer(destination_slot, Some(error)),
+        }
+    }
+
+    fn pump_once(&mut self, destination_slot: u32) -> Pumped {
+        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+            return Pumped::Waiting;
+        };
+        let (Some(source), Some(destination)) = (
+            self.connections
+                .get(transfer.source.index())
+                .filter(|connection| connection.generation == transfer.source.generation)
+                .map(|connection| (connection.fd, connection.flags)),
+            self.connections
+                .get(transfer.destination.index())
+                .filter(|connection| connection.generation == transfer.destination.generation)
+                .map(|connection| (connection.fd, connection.flags)),
+        ) else {
+            return Pumped::Failed(io::Error::from(io::ErrorKind::NotConnected));
+        };
+        let (source_fd, mut source_flags) = source;
+        let (destination_fd, mut destination_flags) = destination;
+        let result = loop {
+            let mut progressed = false;
+            let room = transfer.pipe.capacity - transfer.in_pipe;
+            let may_fill = transfer.copy.is_none() || transfer.in_pipe == 0;
+            if !transfer.source_ended
+                && transfer.remaining > 0
+                && room > 0
+                && may_fill
+                && source_flags & MAY_READ != 0
+            {
+                let want = usize::try_from(transfer.remaining).map_or(room, |left| left.min(room));
+                self.counters.recv_calls += 1;
+                match splice(source_fd, transfer.pipe.write, want, false) {
+                    Ok(0) => {
+                        transfer.source_ended = true;
+                        if transfer.remaining != UNTIL_END {
+                            break Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "the source ended before the spliced length",
+                            ));
+                        }
+                    }
+                    Ok(moved) => {
+                        progressed = true;
+                        self.counters.bytes_received += moved as u64;
+                        if transfer.remaining != UNTIL_END {
+                            transfer.remaining -= moved as u64;
+                        }
+                        transfer.in_pipe += moved;
+                        if let Some((copy_pipe, bytes)) = transfer.copy.as_mut()
+                            && let Err(error) = keep_copy(&transfer.pipe, copy_pipe, bytes, moved)
+                        {
+                            break Err(error);
+                        }
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        self.counters.would_block += 1;
+                        source_flags &= !MAY_READ;
+                    }
+                    Err(error) => break Err(error),
+                }
+            }
+            if transfer.in_pipe > 0 && destination_flags & MAY_WRITE != 0 {
+                let more = transfer.remaining > 0 && !transfer.source_ended;
+                self.counters.send_calls += 1;
+                match splice(transfer.pipe.read, destination_fd, transfer.in_pipe, more) {
+                    Ok(moved) => {
+                        progressed |= moved > 0;
+                        self.counters.bytes_sent += moved as u64;
+                        transfer.in_pipe -= moved;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        self.counters.would_block += 1;
+                        destination_flags &= !MAY_WRITE;
+                    }
+                    Err(error) => break Err(error),
+                }
+            }
+            if (transfer.remaining == 0 || transfer.source_ended) && transfer.in_pipe == 0 {
+                break Ok(true);
+            }
+            if !progressed {
+                break Ok(false);
+            }
+        };
+        let (source_id, destination_id) = (transfer.source, transfer.destination);
+        if let Some(connection) = current(&mut self.connections, source_id) {
+            connection.flags = (connection.flags & !MAY_READ) | (source_flags & MAY_READ);
+        }
+        if let Some(connection) = current(&mut self.connections, destination_id) {
+            connection.flags = (connection.flags & !MAY_WRITE) | (destination_flags & MAY_WRITE);
+        }
+        match result {
+            Ok(true) => Pumped::Done,
+            Ok(false) => Pumped::Waiting,
+            Err(error) => Pumped::Failed(error),
+        }
+    }
+}
+
+/// Duplicates the `moved` bytes just spliced into `pipe` (which held nothing else) and
+/// reads the duplicate into `bytes`. `tee` always copies from the start of the pipe, so
+/// it must take everything in one call: the copy pipe is empty and as large as `pipe`.
+fn keep_copy(pipe: &Pipe, copy_pipe: &Pipe, bytes: &mut Vec<u8>, moved: usize) -> io::Result<()> {
+    let teed = tee(pipe.read, copy_pipe.write, moved)?;
+    if teed != moved {
+        return Err(io::Error::other("tee copied less than was spliced"));
+    }
+    let start = bytes.len();
+    bytes.resize(start + moved, 0);
+    let mut filled = start;
+    while filled < bytes.len() {
+        match read(copy_pipe.read, &mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(count) => filled += count,
+            Err(error) => return Err(error),
+        }
+    }
+    if filled < bytes.len() {
+        return Err(io::Error::other("the copy pipe held less than was teed"));
+    }
+    Ok(())
+}
