@@ -148,6 +148,20 @@ pub fn tee(from: RawFd, to: RawFd, length: usize) -> io::Result<usize> {
     }
 }
 
+/// `read(2)` from a pipe into uninitialised memory; the first `n` bytes returned are
+/// initialised.
+pub fn read_into(fd: RawFd, buffer: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buffer` is valid for writes of its length; the kernel writes at most that
+        // many bytes and reports how many.
+        let count = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+        match result(count) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
 /// `read(2)` from a pipe into `buffer`.
 pub fn read(fd: RawFd, buffer: &mut [u8]) -> io::Result<usize> {
     loop {

@@ -23,11 +23,14 @@ use std::io;
 
 use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
 use crate::driver::{Completion, ConnectionId};
-use crate::pipe_pool::{Pipe, PipePool, read, splice, tee};
+use crate::pipe_pool::{Pipe, PipePool, read_into, splice, tee};
 use crate::poller::Poller;
 
 /// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
 pub(super) const UNTIL_END: u64 = u64::MAX;
+
+/// Most bytes reserved up front for a copy.
+const COPY_RESERVE_MAX: u64 = 64 << 20;
 
 struct Transfer {
     source: ConnectionId,
@@ -100,8 +103,11 @@ impl<P: Poller> ReadinessDriver<P> {
         }
         let pipe = self.splices.pipes.take()?;
         let copy = if keep_copy {
+            // The whole body is collected: reserve it once (bounded, in case of a huge
+            // or unbounded length) instead of growing and copying it step by step.
+            let reserve = usize::try_from(length.min(COPY_RESERVE_MAX)).unwrap_or(0);
             match self.splices.pipes.take() {
-                Ok(copy_pipe) => Some((copy_pipe, Vec::new())),
+                Ok(copy_pipe) => Some((copy_pipe, Vec::with_capacity(reserve))),
                 Err(error) => {
                     self.splices.pipes.give_back(pipe, true);
                     return Err(error);
@@ -346,18 +352,17 @@ fn keep_copy(pipe: &Pipe, copy_pipe: &Pipe, bytes: &mut Vec<u8>, moved: usize) -
     if teed != moved {
         return Err(io::Error::other("tee copied less than was spliced"));
     }
-    let start = bytes.len();
-    bytes.resize(start + moved, 0);
-    let mut filled = start;
-    while filled < bytes.len() {
-        match read(copy_pipe.read, &mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) => return Err(error),
+    bytes.reserve(moved);
+    let mut left = moved;
+    while left > 0 {
+        let spare = bytes.spare_capacity_mut();
+        let count = read_into(copy_pipe.read, &mut spare[..left])?;
+        if count == 0 {
+            return Err(io::Error::other("the copy pipe held less than was teed"));
         }
-    }
-    if filled < bytes.len() {
-        return Err(io::Error::other("the copy pipe held less than was teed"));
+        // SAFETY: `read_into` initialised the first `count` bytes of the spare capacity.
+        unsafe { bytes.set_len(bytes.len() + count) };
+        left -= count;
     }
     Ok(())
 }

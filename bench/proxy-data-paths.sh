@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# bench/proxy-data-paths.sh: CPU per request of `coldwire proxy` on cache misses of 4, 16,
+# 64 and 256 KiB objects, for each data path at the same fixed request rate:
+#   copy        --data-path copy, cache off (recv + send through user space)
+#   copy+store  --data-path copy, every response collected for the store (a copy more)
+#   splice      --data-path splice --splice-threshold 1, cache off (socket → pipe → socket)
+#   splice+tee  --data-path splice, every response tee'd and collected for the store
+# "+store" and "+tee" make every request a cacheable miss: the store's budget is smaller
+# than one object (--cache-bytes 1), so each response is collected in full and then
+# refused by the store, and the next request misses again.
+#
+# Proxy pinned to CPU 0 (one worker); the origin (`coldwire serve`) and the load generator
+# (`coldwire bench`, open-loop, constant rate, keep-alive) share CPU 1. The proxy's CPU is
+# read by `coldwire bench --server-pid` from /proc (all threads, nanosecond schedstat).
+# Variants alternate within each round, so per-round ratios compare runs made side by side.
+#
+# Usage: RATE=1000 DURATION=10 ROUNDS=3 bench/proxy-data-paths.sh
+# Environment: RATE (requests/s, 1000), DURATION (s, 10), WARMUP (s, 2), ROUNDS (3),
+#   CONNECTIONS (50), COLDWIRE (target/release/coldwire), MACHINE, PROXY_CPU (0),
+#   CLIENT_CPU (1).
+# Output: results/<date>-<machine>/proxy-data-paths/{results.csv,summary.md,raw/}
+set -euo pipefail
+
+RATE=${RATE:-1000}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+ROUNDS=${ROUNDS:-3}
+CONNECTIONS=${CONNECTIONS:-50}
+MACHINE=${MACHINE:-$(hostname -s)}
+PROXY_CPU=${PROXY_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+COLDWIRE=${COLDWIRE:-$REPO/target/release/coldwire}
+OUT=${OUT:-$REPO/results/$(date +%F)-$MACHINE/proxy-data-paths}
+RAW="$OUT/raw"
+WORK=$(mktemp -d /tmp/proxy-data-paths.XXXXXX)
+SIZES=(4k 16k 64k 256k)
+VARIANTS=(copy copy+store splice splice+tee)
+ORIGIN_PORT=18190
+PROXY_PORT=18191
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+if [[ ! -x $COLDWIRE ]]; then
+    log "building coldwire (release)"
+    (cd "$REPO" && cargo build --release -p coldwire)
+fi
+for tool in taskset curl python3; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
+done
+mkdir -p "$RAW"
+
+ROOT="$WORK/root"
+mkdir -p "$ROOT"
+for size in "${SIZES[@]}"; do
+    head -c "$((${size%k} * 1024))" /dev/urandom >"$ROOT/$size"
+done
+touch -d '2020-01-01 00:00:00' "$ROOT"/*
+# Files above 64 KiB go out with sendfile; keep every object in memory for a steady origin.
+taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
+    --workers 1 --memory-file-limit 1048576 >/dev/null 2>&1 &
+ORIGIN_PID=$!
+PROXY_PID=
+cleanup() {
+    [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
+    kill "$ORIGIN_PID" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+sleep 0.5
+
+variant_flags() {
+    case $1 in
+        copy) echo "--data-path copy --cache-bytes 0" ;;
+        copy+store) echo "--data-path copy --cache-bytes 1 --max-object-bytes 1048576" ;;
+        splice) echo "--data-path splice --splice-threshold 1 --cache-bytes 0" ;;
+        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes 1 --max-object-bytes 1048576" ;;
+    esac
+}
+
+echo "round,size,variant,rate,cpu_us_per_request,completed,errors,p99_us" >"$OUT/results.csv"
+for round in $(seq 1 "$ROUNDS"); do
+    for size in "${SIZES[@]}"; do
+        for variant in "${VARIANTS[@]}"; do
+            # shellcheck disable=SC2046
+            taskset -c "$PROXY_CPU" "$COLDWIRE" proxy --listen "127.0.0.1:$PROXY_PORT" \
+                --reverse "http://127.0.0.1:$ORIGIN_PORT" --workers 1 $(variant_flags "$variant") \
+                >/dev/null 2>&1 &
+            PROXY_PID=$!
+            for _ in $(seq 1 50); do
+                curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/$size" && break
+                sleep 0.1
+            done
+            json="$RAW/bench-$round-$size-$variant.json"
+            taskset -c "$CLIENT_CPU" "$COLDWIRE" bench --url "http://127.0.0.1:$PROXY_PORT/$size" \
+                --rate "$RATE" --duration "$DURATION" --warmup "$WARMUP" \
+                --connections "$CONNECTIONS" --server-pid "$PROXY_PID" --json "$json" --quiet \
+                >"$RAW/bench-$round-$size-$variant.txt" 2>&1 || true
+            python3 - "$json" "$round" "$size" "$variant" "$RATE" >>"$OUT/results.csv" <<'PY'
+import json, sys
+path, round_, size, variant, rate = sys.argv[1:]
+try:
+    phase = json.load(open(path))["runs"][0]["phases"][-1]
+except (OSError, ValueError, KeyError, IndexError):
+    print(f"{round_},{size},{variant},{rate},,0,,")
+    sys.exit()
+server = phase.get("server") or {}
+cpu = server.get("cpu_us_per_request")
+p99 = ((phase.get("latency") or {}).get("corrected") or {}).get("p99_us")
+print(f"{round_},{size},{variant},{rate},{'' if cpu is None else round(cpu, 2)},"
+      f"{phase.get('completed_in_window', 0)},{phase.get('errors_total', 0)},{'' if p99 is None else round(p99)}")
+PY
+            log "round $round $size $variant: $(tail -1 "$OUT/results.csv")"
+            kill "$PROXY_PID" 2>/dev/null || true
+            wait "$PROXY_PID" 2>/dev/null || true
+            PROXY_PID=
+        done
+    done
+done
+
+python3 - "$OUT/results.csv" >"$OUT/summary.md" <<'PY'
+import csv, statistics, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["cpu_us_per_request"]]
+sizes = ["4k", "16k", "64k", "256k"]
+variants = ["copy", "copy+store", "splice", "splice+tee"]
+cpu = {}
+for r in rows:
+    cpu.setdefault((r["size"], r["variant"]), {})[r["round"]] = float(r["cpu_us_per_request"])
+rate = rows[0]["rate"] if rows else "?"
+print("# coldwire proxy misses: CPU per request by data path\n")
+print(f"Proxy CPU µs per request at {rate} requests/s (median over rounds); ratios are medians of")
+print("per-round ratios against `copy` (runs side by side in the same round).\n")
+print("| object | " + " | ".join(variants) + " | splice / copy | splice+tee / copy | splice+tee / copy+store |")
+print("|---" * (1 + len(variants) + 3) + "|")
+def ratio(size, a, b):
+    values = [cpu[(size, a)][k] / v for k, v in cpu.get((size, b), {}).items() if v and k in cpu.get((size, a), {})]
+    return f"{statistics.median(values):.2f}" if values else "-"
+for s in sizes:
+    cells = [f"{statistics.median(cpu[(s, v)].values()):.1f}" if (s, v) in cpu else "-" for v in variants]
+    print(f"| {s} | " + " | ".join(cells) + f" | {ratio(s, 'splice', 'copy')} | {ratio(s, 'splice+tee', 'copy')} | {ratio(s, 'splice+tee', 'copy+store')} |")
+errors = sum(int(r["errors"] or 0) for r in csv.DictReader(open(sys.argv[1])))
+print(f"\nFailed requests over all runs: {errors}.")
+PY
+cat "$OUT/summary.md"
+log "results in $OUT"
