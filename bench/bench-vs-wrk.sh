@@ -130,7 +130,7 @@ timed() {
     echo "command=DURATION=$DURATION ROUNDS=$ROUNDS CONNECTIONS=$CONNECTIONS MACHINE=$MACHINE bench/bench-vs-wrk.sh"
 } >"$OUT/meta.txt"
 
-echo "server,round,client,offered_rate,requests_per_second,errors,missed,p50_ms,p99_ms,client_cpu_pct" >"$OUT/results.csv"
+echo "server,round,client,offered_rate,requests_per_second,errors,missed,p50_ms,p99_ms,client_cpu_pct,client_runqueue_wait_s" >"$OUT/results.csv"
 for server in nginx coldwire; do
     log "server $server"
     start_server "$server" "$RAW/$server-server"
@@ -175,13 +175,14 @@ if client == "wrk":
         m = re.search(label + r"\s+([\d.]+)(us|ms|s)", text)
         value, unit = float(m.group(1)), m.group(2)
         return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
-    print(f"{server},{round_},{client},,{rate:.0f},{errors},,{ms('50%'):.3f},{ms('99%'):.3f},{cpu:.0f}")
+    print(f"{server},{round_},{client},,{rate:.0f},{errors},,{ms('50%'):.3f},{ms('99%'):.3f},{cpu:.0f},")
 else:
     phase = json.load(open(prefix + ".json"))["runs"][0]["phases"][0]
     offered = phase["offered_rate"] or ""
     latency = phase["latency"]["corrected"]
     print(f"{server},{round_},{client},{offered if offered == '' else round(offered)},{phase['achieved_rate']:.0f},"
-          f"{phase['errors_total']},{phase['missed_slots']},{latency['p50_us'] / 1000:.3f},{latency['p99_us'] / 1000:.3f},{cpu:.0f}")
+          f"{phase['errors_total']},{phase['missed_slots']},{latency['p50_us'] / 1000:.3f},{latency['p99_us'] / 1000:.3f},{cpu:.0f},"
+          f"{phase['generator']['runqueue_wait_seconds']:.2f}")
 PY
 )
             echo "$line" >>"$OUT/results.csv"
@@ -208,8 +209,8 @@ print("Server pinned to CPU 0 (one worker), every client pinned to CPU 1, 50 kee
 for server in dict.fromkeys(row["server"] for row in rows):
     mine = [row for row in rows if row["server"] == server]
     print(f"## {server}\n")
-    print("| round | wrk req/s | bench-max req/s | bench-max / wrk | bench-open offered | bench-open achieved | achieved / offered | open missed slots | wrk CPU % | bench-max CPU % | errors (wrk / max / open) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| round | wrk req/s | bench-max req/s | bench-max / wrk | bench-open offered | bench-open achieved | achieved / offered | open missed slots | open: generator waited for a CPU (s) | wrk CPU % | bench-max CPU % | errors (wrk / max / open) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios, open_ratios = [], []
     for round_ in dict.fromkeys(row["round"] for row in mine):
         by = {row["client"]: row for row in mine if row["round"] == round_}
@@ -219,7 +220,7 @@ for server in dict.fromkeys(row["server"] for row in rows):
         ratios.append(ratio)
         open_ratios.append(open_ratio)
         print(f"| {round_} | {int(w['requests_per_second']):,} | {int(m['requests_per_second']):,} | {ratio:.2f}× | "
-              f"{int(o['offered_rate']):,} | {int(o['requests_per_second']):,} | {open_ratio:.3f} | {o['missed']} | "
+              f"{int(o['offered_rate']):,} | {int(o['requests_per_second']):,} | {open_ratio:.3f} | {o['missed']} | {o['client_runqueue_wait_s']} | "
               f"{w['client_cpu_pct']} | {m['client_cpu_pct']} | {w['errors']} / {m['errors']} / {o['errors']} |")
     print(f"\nMedian bench-max / wrk: **{statistics.median(ratios):.2f}×**; median open-loop achieved / offered: "
           f"**{statistics.median(open_ratios):.3f}**.\n")

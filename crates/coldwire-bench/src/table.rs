@@ -64,6 +64,53 @@ fn phase_name(run: &str, phase: &PhaseReport) -> String {
     }
 }
 
+/// With several runs of the same phases (the built-in scenario's naive and realistic
+/// runs), one row per phase with the runs' key figures next to each other.
+fn side_by_side(report: &BenchReport) -> String {
+    let runs = &report.runs;
+    if runs.len() < 2
+        || runs
+            .iter()
+            .any(|run| run.phases.len() != runs[0].phases.len())
+    {
+        return String::new();
+    }
+    let mut header = vec!["offered/s".to_owned()];
+    for figure in ["achieved/s", "p99 ms", "p99.9 ms", "server µs/req"] {
+        for run in runs {
+            header.push(format!("{figure} {}", run.name));
+        }
+    }
+    let mut rows = Vec::new();
+    for index in 0..runs[0].phases.len() {
+        let phases: Vec<&PhaseReport> = runs.iter().map(|run| &run.phases[index]).collect();
+        let mut row = vec![phases[0].offered_rate.map_or("max".into(), rate)];
+        row.extend(phases.iter().map(|phase| rate(phase.achieved_rate)));
+        row.extend(
+            phases
+                .iter()
+                .map(|phase| millis(phase.latency.corrected.p99_us)),
+        );
+        row.extend(
+            phases
+                .iter()
+                .map(|phase| millis(phase.latency.corrected.p99_9_us)),
+        );
+        row.extend(phases.iter().map(|phase| {
+            phase
+                .server
+                .as_ref()
+                .map_or("-".into(), |cost| format!("{:.2}", cost.cpu_us_per_request))
+        }));
+        rows.push(row);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    format!(
+        "\nSide by side (corrected latency)\n\n{}",
+        render(&header, &rows)
+    )
+}
+
 /// The tables for a report.
 pub fn format_report(report: &BenchReport) -> String {
     let mut rows = Vec::new();
@@ -164,6 +211,7 @@ pub fn format_report(report: &BenchReport) -> String {
             &cost_rows,
         );
     }
+    out += &side_by_side(report);
     let mut notes = Vec::new();
     for run in &report.runs {
         if run.cold.requested > 0 {

@@ -102,6 +102,10 @@ fn cold_connections_are_really_open_and_the_json_carries_its_schema() {
         &origin.stats,
         "--server-pid",
         &pid,
+        // Exact counts below: a busy test machine may deschedule the generator for a few
+        // milliseconds, which must not turn slots into missed ones.
+        "--late-limit",
+        "1000",
     ]));
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["tool"], "coldwire-bench");
@@ -209,4 +213,39 @@ fn bad_arguments_say_what_to_do() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("--url"));
+}
+
+#[test]
+fn requests_go_through_a_proxy_in_absolute_form() {
+    let mut origin = start_origin(&[]);
+    let mut proxy = SpawnedServer::program(
+        Path::new(COLDWIRE),
+        &strings(&["proxy", "--listen", "127.0.0.1:0", "--workers", "1"]),
+    )
+    .unwrap();
+    let proxy_address = proxy
+        .wait_for_line("proxy listening on http://", Duration::from_secs(10))
+        .unwrap();
+    let url = format!("http://{}/page.html", origin.listen);
+    let (json, _) = bench(&strings(&[
+        "--url",
+        &url,
+        "--proxy",
+        &proxy_address,
+        "--rate",
+        "100",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.5",
+        "--late-limit",
+        "1000",
+    ]));
+    let run = &json["runs"][0];
+    assert_eq!(run["parameters"]["proxy"], proxy_address.as_str());
+    let phase = &run["phases"][0];
+    assert_eq!(phase["succeeded_requests"], 50, "{}", phase["errors"]);
+    assert_eq!(phase["status_classes"][1], 50);
+    proxy.stop(Duration::from_secs(10));
+    origin.server.stop(Duration::from_secs(10));
 }
