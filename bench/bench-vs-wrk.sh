@@ -209,9 +209,10 @@ print("Server pinned to CPU 0 (one worker), every client pinned to CPU 1, 50 kee
 for server in dict.fromkeys(row["server"] for row in rows):
     mine = [row for row in rows if row["server"] == server]
     print(f"## {server}\n")
-    print("| round | wrk req/s | bench-max req/s | bench-max / wrk | bench-open offered | bench-open achieved | achieved / offered | open missed slots | open: generator waited for a CPU (s) | wrk CPU % | bench-max CPU % | errors (wrk / max / open) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    ratios, open_ratios = [], []
+    print("| round | wrk req/s | bench-max req/s | bench-max / wrk | bench-open offered | bench-open achieved | achieved / offered | open missed slots | open: generator waited for a CPU (s) | wrk CPU % | bench-max CPU % | client CPU µs/request wrk / bench-max | errors (wrk / max / open) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios, open_ratios, cost_ratios = [], [], []
+    per_request = lambda row: float(row["client_cpu_pct"]) / 100 / float(row["requests_per_second"]) * 1e6
     for round_ in dict.fromkeys(row["round"] for row in mine):
         by = {row["client"]: row for row in mine if row["round"] == round_}
         w, m, o = by["wrk"], by["bench-max"], by["bench-open"]
@@ -219,10 +220,13 @@ for server in dict.fromkeys(row["server"] for row in rows):
         open_ratio = float(o["requests_per_second"]) / float(o["offered_rate"])
         ratios.append(ratio)
         open_ratios.append(open_ratio)
+        cost_ratios.append(per_request(m) / per_request(w))
         print(f"| {round_} | {int(w['requests_per_second']):,} | {int(m['requests_per_second']):,} | {ratio:.2f}× | "
               f"{int(o['offered_rate']):,} | {int(o['requests_per_second']):,} | {open_ratio:.3f} | {o['missed']} | {o['client_runqueue_wait_s']} | "
-              f"{w['client_cpu_pct']} | {m['client_cpu_pct']} | {w['errors']} / {m['errors']} / {o['errors']} |")
-    print(f"\nMedian bench-max / wrk: **{statistics.median(ratios):.2f}×**; median open-loop achieved / offered: "
+              f"{w['client_cpu_pct']} | {m['client_cpu_pct']} | {per_request(w):.1f} / {per_request(m):.1f} | {w['errors']} / {m['errors']} / {o['errors']} |")
+    print(f"\nMedian bench-max / wrk: **{statistics.median(ratios):.2f}×** requests/s; client CPU per request "
+          f"bench-max / wrk: **{statistics.median(cost_ratios):.2f}×** (CPU % over the whole client process, "
+          f"warm-up included for coldwire bench); median open-loop achieved / offered: "
           f"**{statistics.median(open_ratios):.3f}**.\n")
 PY
 cat "$OUT/summary.md"

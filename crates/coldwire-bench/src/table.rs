@@ -225,8 +225,8 @@ pub fn format_report(report: &BenchReport) -> String {
                 && generator.runqueue_wait_seconds > 0.05 * phase.window_seconds
             {
                 notes.push(format!(
-                    "{}: the generator waited {:.2} s of {:.1} s for a CPU (other work on its core): \
-                     missed slots and corrected latency include that; give it a core of its own (--cpu)",
+                    "{}: the generator waited {:.2} s of {:.1} s for a CPU (other processes ran on its core): \
+                     missed slots and corrected latency include that; run it on a core nothing else uses",
                     phase_name(&run.name, phase),
                     generator.runqueue_wait_seconds,
                     phase.window_seconds
