@@ -52,6 +52,17 @@ pub struct LoopCounters {
     /// Receive buffers currently taken from the pool (a gauge): held by connections with a
     /// partial request or being processed; an idle connection holds none.
     pub buffers_in_use: u64,
+    /// io_uring backends: submission queue entries queued for the kernel (operations,
+    /// not system calls). Zero for the other backends.
+    #[serde(default)]
+    pub uring_submissions: u64,
+    /// io_uring backends: completion queue entries reaped.
+    #[serde(default)]
+    pub uring_completions: u64,
+    /// io_uring backends: `io_uring_enter` system calls, all of them; `wait_calls` counts
+    /// the ones that waited, so they are included here too.
+    #[serde(default)]
+    pub uring_enter_calls: u64,
 }
 
 impl LoopCounters {
@@ -64,8 +75,9 @@ impl LoopCounters {
             + self.sendfile_calls
             + self.close_calls
             + self.shutdown_calls
-            + self.wait_calls
             + self.control_calls
+            // io_uring backends wait inside io_uring_enter: count each enter once.
+            + self.wait_calls.max(self.uring_enter_calls)
     }
 
     /// Copies the poller's own counters in.
@@ -73,6 +85,9 @@ impl LoopCounters {
         self.wait_calls = poller.wait_calls;
         self.control_calls = poller.control_calls;
         self.descriptors_scanned = poller.descriptors_scanned;
+        self.uring_submissions = poller.uring_submissions;
+        self.uring_completions = poller.uring_completions;
+        self.uring_enter_calls = poller.uring_enter_calls;
     }
 
     /// Adds another loop's counters (gauges too) — for totals across workers.
@@ -98,6 +113,9 @@ impl LoopCounters {
             open_connections,
             active_connections,
             buffers_in_use,
+            uring_submissions,
+            uring_completions,
+            uring_enter_calls,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -119,5 +137,8 @@ impl LoopCounters {
         self.open_connections += open_connections;
         self.active_connections += active_connections;
         self.buffers_in_use += buffers_in_use;
+        self.uring_submissions += uring_submissions;
+        self.uring_completions += uring_completions;
+        self.uring_enter_calls += uring_enter_calls;
     }
 }

@@ -13,7 +13,10 @@
 //!   arrived, so an idle connection owns none;
 //! - [`Driver::send`] queues output and [`Driver::flush`] starts writing it. A flush that
 //!   finishes at once reports [`Flush::Done`]; otherwise the driver keeps writing and later
-//!   delivers `Sent` (or `Failed`). Output is written in queue order;
+//!   delivers `Sent` (or `Failed`). Output is written in queue order. A completion driver
+//!   may report `Done` for output it has queued for submission: it then owns the bytes,
+//!   hands them to the kernel with the next [`Driver::wait`] (one system call for the whole
+//!   loop turn) and writes them even if the connection is closed meanwhile;
 //! - each connection has at most one timer; arming it again replaces the deadline.
 
 use std::fs::File;

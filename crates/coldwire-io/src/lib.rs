@@ -1,4 +1,4 @@
-//! coldwire's I/O layer: the event mechanisms (select, poll, epoll) behind one [`Poller`]
+//! coldwire's I/O layer: the event mechanisms (select, poll, epoll, io_uring) behind one [`Poller`]
 //! trait, the completion [`Driver`] the server is written against, and the pieces that
 //! keep an idle connection cheap — the lowest-free [`slot_table`], the hashed
 //! [`timer_wheel`], the receive [`buffer_pool`] — plus per-loop [`LoopCounters`].
@@ -20,6 +20,8 @@ pub mod select;
 pub mod slot_table;
 pub mod sys;
 pub mod timer_wheel;
+pub mod uring;
+pub mod uring_poll;
 pub mod waker;
 
 pub use backend::Backend;
@@ -31,4 +33,6 @@ pub use poll::PollPoller;
 pub use poller::{Event, Interest, Poller, PollerCounters};
 pub use readiness::ReadinessDriver;
 pub use select::SelectPoller;
+pub use uring::{UringDriver, UringOptions};
+pub use uring_poll::UringPoller;
 pub use waker::Waker;

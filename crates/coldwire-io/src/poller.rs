@@ -70,6 +70,12 @@ pub struct PollerCounters {
     /// Descriptors handed to the kernel by the wait calls, summed (select: highest
     /// descriptor + 1 per call; poll: array length; epoll: 0). The per-wait scan cost.
     pub descriptors_scanned: u64,
+    /// io_uring backends: submission queue entries queued for the kernel (0 elsewhere).
+    pub uring_submissions: u64,
+    /// io_uring backends: completion queue entries reaped (0 elsewhere).
+    pub uring_completions: u64,
+    /// io_uring backends: `io_uring_enter` calls, the waiting ones (`wait_calls`) included.
+    pub uring_enter_calls: u64,
 }
 
 /// A readiness notification mechanism. One implementation per file, named after its

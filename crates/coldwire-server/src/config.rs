@@ -48,6 +48,9 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Listen backlog per worker socket.
     pub backlog: i32,
+    /// With the `uring` backend: kernel-side submission polling (`IORING_SETUP_SQPOLL`),
+    /// one polling kernel thread per worker. Off by default: on 2 cores it costs a core.
+    pub sqpoll: bool,
 }
 
 impl ServeConfig {
@@ -72,6 +75,7 @@ impl ServeConfig {
             admin: None,
             shutdown_grace: Duration::from_secs(10),
             backlog: 4096,
+            sqpoll: false,
         }
     }
 }

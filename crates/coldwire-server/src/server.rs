@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use coldwire_io::{
     Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
-    Waker,
+    UringDriver, UringOptions, UringPoller, Waker,
 };
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -148,6 +148,21 @@ impl RunningServer {
                 Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,
                 Backend::Poll => spawn::<PollPoller>(&driver_config, context)?,
                 Backend::Select => spawn::<SelectPoller>(&driver_config, context)?,
+                Backend::UringPoll => spawn::<UringPoller>(&driver_config, context)?,
+                Backend::Uring => {
+                    let options = UringOptions {
+                        sqpoll_idle: config.sqpoll.then_some(SQPOLL_IDLE),
+                        ..UringOptions::default()
+                    };
+                    let driver =
+                        UringDriver::new(driver_config.clone(), options).map_err(|source| {
+                            ServerError::Backend {
+                                backend: "uring",
+                                source,
+                            }
+                        })?;
+                    spawn_driver(driver, context)?
+                }
             };
             wakers.push(waker);
             threads.push(thread);
@@ -232,6 +247,10 @@ impl RunningServer {
 
 type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
 
+/// How long an idle `--sqpoll` kernel thread keeps polling before it sleeps: short, since
+/// while it polls it holds a core (half of this machine).
+const SQPOLL_IDLE: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn spawn<P: Poller + Send + 'static>(
     driver_config: &DriverConfig,
     context: WorkerContext,
@@ -242,6 +261,14 @@ fn spawn<P: Poller + Send + 'static>(
             source,
         }
     })?;
+    spawn_driver(driver, context)
+}
+
+/// Starts a worker thread running `driver`.
+fn spawn_driver<D: Driver + Send + 'static>(
+    driver: D,
+    context: WorkerContext,
+) -> Result<Spawned, ServerError> {
     let waker = driver.waker();
     let pin = context.config.pin_workers.then_some(context.index);
     let thread = std::thread::Builder::new()

@@ -20,7 +20,8 @@ use coldwire_bench::{
     SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
 };
 use coldwire_io::{
-    Backend, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
+    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
+    UringDriver, UringOptions, UringPoller,
 };
 use coldwire_server::system;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -207,12 +208,25 @@ fn run_with<P: Poller>(
     stop: &Arc<AtomicBool>,
     observer: &mut dyn PhaseObserver,
 ) -> anyhow::Result<RunReport> {
-    let driver_config = DriverConfig {
+    let driver = ReadinessDriver::<P>::new(generator_config(&load))
+        .context("cannot create the generator's event loop")?;
+    run_driver(driver, load, plan, stop, observer)
+}
+
+fn generator_config(load: &LoadConfig) -> DriverConfig {
+    DriverConfig {
         max_connections: load.connections + load.cold + 64,
         ..DriverConfig::default()
-    };
-    let driver = ReadinessDriver::<P>::new(driver_config)
-        .context("cannot create the generator's event loop")?;
+    }
+}
+
+fn run_driver<D: Driver>(
+    driver: D,
+    load: LoadConfig,
+    plan: &BenchPlan,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn PhaseObserver,
+) -> anyhow::Result<RunReport> {
     let mut engine = Engine::new(driver, load, stop.clone())?;
     Ok(run_benchmark(&mut engine, plan, observer)?)
 }
@@ -228,6 +242,12 @@ pub(crate) fn run_one(
         Backend::Epoll => run_with::<EpollPoller>(load, plan, stop, observer),
         Backend::Poll => run_with::<PollPoller>(load, plan, stop, observer),
         Backend::Select => run_with::<SelectPoller>(load, plan, stop, observer),
+        Backend::UringPoll => run_with::<UringPoller>(load, plan, stop, observer),
+        Backend::Uring => {
+            let driver = UringDriver::new(generator_config(&load), UringOptions::default())
+                .context("cannot create the generator's event loop")?;
+            run_driver(driver, load, plan, stop, observer)
+        }
     }
 }
 

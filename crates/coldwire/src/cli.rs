@@ -37,7 +37,8 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the real address is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// Event mechanism: select, poll or epoll (default: the best this kernel allows).
+    /// Event mechanism: select, poll, epoll, uring-poll or uring (default: epoll, the best
+    /// this kernel allows).
     #[arg(long = "io", value_name = "BACKEND")]
     pub backend: Option<Backend>,
     /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).
@@ -76,6 +77,10 @@ pub struct ServeArgs {
     /// Seconds in-flight responses get to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub shutdown_grace: f64,
+    /// With --io uring: a kernel thread polls the submission queue (no submit system
+    /// calls, but it spins on a core while the server is busy).
+    #[arg(long)]
+    pub sqpoll: bool,
 }
 
 /// How `coldwire proxy` moves response bodies.
@@ -99,7 +104,8 @@ pub struct ProxyArgs {
     /// Also allow clients from this network (repeatable; loopback is always allowed).
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<String>,
-    /// Event mechanism: select, poll or epoll (default: the best this kernel allows).
+    /// Event mechanism: select, poll, epoll, uring-poll or uring (default: epoll, the best
+    /// this kernel allows).
     #[arg(long = "io", value_name = "BACKEND")]
     pub backend: Option<Backend>,
     /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).

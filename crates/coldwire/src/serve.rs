@@ -43,6 +43,10 @@ fn config(arguments: ServeArgs) -> anyhow::Result<ServeConfig> {
     config.memory_file_limit = arguments.memory_file_limit;
     config.access_log = arguments.access_log;
     config.admin = arguments.admin;
+    if arguments.sqpoll && config.backend != Backend::Uring {
+        bail!("--sqpoll needs --io uring (it is a setting of the io_uring completion driver)");
+    }
+    config.sqpoll = arguments.sqpoll;
     Ok(config)
 }
 

@@ -611,6 +611,21 @@ pub fn curl_response(args: &[&str], url: &str) -> Response {
 }
 
 /// Raises this process's open-files soft limit to its hard limit; returns the new soft limit.
+/// Whether `coldwire serve --io NAME` can run here. io_uring may be switched off or
+/// filtered (sysctl, seccomp): then this prints `skipped: <reason>` and the test returns;
+/// every other backend must work, so its probe failing is a test failure.
+pub fn backend_available(name: &str) -> bool {
+    let backend: coldwire_io::Backend = name.parse().expect("a backend name");
+    match backend.probe() {
+        Ok(()) => true,
+        Err(reason) if name.starts_with("uring") => {
+            println!("skipped: {name} is unavailable here: {reason}");
+            false
+        }
+        Err(reason) => panic!("backend {name} does not work here: {reason}"),
+    }
+}
+
 pub fn raise_open_files_limit() -> u64 {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let mut limit = getrlimit(Resource::Nofile);

@@ -1,0 +1,457 @@
+//! The [`Driver`] contract implemented by [`UringDriver`] (the mechanics are in
+//! `driver.rs`), and its teardown.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::IntoRawFd;
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, types};
+
+use super::connection::{
+    CLOSING, CONNECTING, Kind, READ_IN_FLIGHT, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED,
+    SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_PENDING, WRITE_WAITING, decode, user_data,
+};
+use super::driver::{
+    ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, pool_vec, set_blocking,
+};
+use crate::buffer_pool::Buffer;
+use crate::counters::LoopCounters;
+use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
+use crate::sys;
+use crate::waker::Waker;
+
+impl Driver for UringDriver {
+    fn backend_name(&self) -> &'static str {
+        "uring"
+    }
+
+    fn listen(&mut self, listener: TcpListener) -> io::Result<ListenerId> {
+        // A blocking listener: the multishot accept waits in the kernel.
+        listener.set_nonblocking(false)?;
+        let fd = listener.into_raw_fd();
+        let index = self.listeners.len();
+        self.listeners.push(Some(ListenerState {
+            fd,
+            accepting: false,
+        }));
+        if !self.accepting_paused() {
+            self.arm_accept(index);
+        }
+        Ok(ListenerId(index as u32))
+    }
+
+    fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId> {
+        if self.connections.len() >= self.config.max_connections {
+            return Err(io::Error::other(
+                "connection limit reached (DriverConfig::max_connections)",
+            ));
+        }
+        self.counters.connect_calls += 1;
+        let (fd, established) = sys::connect(address)?;
+        let flags = if established { 0 } else { CONNECTING };
+        if established {
+            set_blocking(fd);
+        }
+        let id = self
+            .open_connection(fd, flags)
+            .ok_or_else(|| io::Error::other("no free connection slot"))?;
+        if established {
+            self.completions
+                .push_back(Completion::Connected { connection: id });
+        } else {
+            let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
+                .build()
+                .user_data(user_data(Kind::Connect, id.index(), id.generation));
+            self.push_plain(entry);
+        }
+        Ok(id)
+    }
+
+    fn close_listener(&mut self, listener: ListenerId) {
+        let index = listener.0 as usize;
+        let Some(state) = self.listeners.get_mut(index).and_then(Option::take) else {
+            return;
+        };
+        if state.accepting {
+            let entry = opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0))
+                .build()
+                .user_data(user_data(Kind::Ignored, 0, 0));
+            self.push_plain(entry);
+            // The accept holds the listening socket: let go of it before closing.
+            if let Err(error) = self.ring.submit_now() {
+                self.fatal.get_or_insert(error);
+            }
+        }
+        sys::close(state.fd);
+        let (closed, kept): (Vec<_>, Vec<_>) = self
+            .backlog
+            .drain(..)
+            .partition(|&(owner, _)| owner == index);
+        self.backlog.extend(kept);
+        for (_, fd) in closed {
+            self.counters.close_calls += 1;
+            sys::close(fd);
+        }
+    }
+
+    fn recv(&mut self, id: ConnectionId) {
+        if !self.is_current(id) {
+            return;
+        }
+        let slot = id.index();
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return;
+        };
+        if connection.flags & RECV_ARMED != 0 {
+            return;
+        }
+        if let Some(buffer) = connection.stash.take() {
+            self.completions.push_back(Completion::Received {
+                connection: id,
+                buffer,
+            });
+        } else if let Some(end) = connection.pending_end.take() {
+            self.completions.push_back(match end {
+                Ok(()) => Completion::PeerClosed { connection: id },
+                Err(error) => Completion::Failed {
+                    connection: id,
+                    error,
+                },
+            });
+        } else {
+            connection.flags |= RECV_ARMED;
+            connection.flags &= !RECV_THROTTLED;
+            if connection.flags & (RECV_ACTIVE | CONNECTING) == 0 {
+                self.arm_recv(slot);
+            }
+        }
+    }
+
+    fn send(&mut self, id: ConnectionId, chunk: Chunk) {
+        if chunk.is_empty() || !self.is_current(id) {
+            return;
+        }
+        let pooled = &mut self.queue_pool;
+        let Some(connection) = self.connections.get_mut(id.index()) else {
+            return;
+        };
+        if connection.output.capacity() == 0
+            && let Some(queue) = pooled.pop()
+        {
+            connection.output = queue;
+        }
+        connection.output.push_back(chunk);
+    }
+
+    fn flush(&mut self, id: ConnectionId) -> Flush {
+        if !self.is_current(id) {
+            return Flush::Failed(io::Error::from_raw_os_error(libc::EBADF));
+        }
+        let slot = id.index();
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return Flush::Failed(io::Error::from_raw_os_error(libc::EBADF));
+        };
+        if connection.output.is_empty() {
+            return Flush::Done;
+        }
+        if connection.flags & WRITE_WAITING != 0 {
+            return Flush::Pending;
+        }
+        if connection.memory_in_flight() || connection.flags & CONNECTING != 0 {
+            connection.flags |= WRITE_WAITING;
+            return Flush::Pending;
+        }
+        self.start_send(slot);
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return Flush::Pending;
+        };
+        let whole = connection.send.as_ref().is_some_and(|state| {
+            !state.is_file_piece && state.chunks_in_flight == connection.output.len()
+        });
+        if whole && connection.queued_bytes() <= PROMISE_LIMIT {
+            connection.flags |= SEND_PROMISED;
+            Flush::Done
+        } else {
+            connection.flags |= WRITE_WAITING;
+            Flush::Pending
+        }
+    }
+
+    fn queued_bytes(&self, id: ConnectionId) -> u64 {
+        self.connections
+            .get(id.index())
+            .filter(|connection| connection.generation == id.generation)
+            .map_or(0, |connection| connection.queued_bytes())
+    }
+
+    fn unsent_bytes(&self, id: ConnectionId) -> u64 {
+        let kernel = self
+            .connections
+            .get(id.index())
+            .filter(|connection| connection.generation == id.generation)
+            .and_then(|connection| sys::unacknowledged_bytes(connection.fd).ok())
+            .unwrap_or(0);
+        self.queued_bytes(id) + kernel
+    }
+
+    fn shutdown_write(&mut self, id: ConnectionId) {
+        if !self.is_current(id) {
+            return;
+        }
+        let Some(connection) = self.connections.get_mut(id.index()) else {
+            return;
+        };
+        if connection.output.is_empty() && !connection.memory_in_flight() {
+            let fd = connection.fd;
+            self.push_shutdown(fd);
+        } else {
+            connection.flags |= SHUTDOWN_PENDING;
+        }
+    }
+
+    fn close(&mut self, id: ConnectionId) {
+        if !self.is_current(id) {
+            return;
+        }
+        let slot = id.index();
+        self.counters.open_connections -= 1;
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return;
+        };
+        connection.flags |= CLOSING;
+        connection.flags &= !(RECV_ARMED | WRITE_WAITING);
+        connection.pending_end = None;
+        if let Some(stash) = connection.stash.take() {
+            self.buffers.give_back(stash);
+        }
+        if !connection.memory_in_flight() {
+            self.finish_close(slot);
+            return;
+        }
+        // Output beyond the send in flight will never be written.
+        let in_flight = connection
+            .send
+            .as_ref()
+            .map_or(0, |state| state.chunks_in_flight);
+        while connection.output.len() > in_flight {
+            if let Some(Chunk::Owned(bytes)) = connection.output.pop_back() {
+                pool_vec(&mut self.vec_pool, bytes);
+            }
+        }
+        let fd = connection.fd;
+        let promised = connection.flags & SEND_PROMISED != 0;
+        if let Some(timer) = connection.timer.take() {
+            self.timers.cancel(timer);
+        }
+        if promised {
+            // The server was told this output was written: let it finish, within bounds.
+            let deadline = self.now + ZOMBIE_LINGER;
+            let handle = self.timers.insert(deadline, id);
+            if let Some(connection) = self.connections.get_mut(slot) {
+                connection.timer = Some(handle);
+            }
+        } else {
+            self.cancel_all(fd);
+        }
+    }
+
+    fn set_timer(&mut self, id: ConnectionId, deadline: Instant) {
+        if !self.is_current(id) {
+            return;
+        }
+        let Some(connection) = self.connections.get_mut(id.index()) else {
+            return;
+        };
+        if let Some(timer) = connection.timer
+            && self.timers.rearm(timer, deadline)
+        {
+            return;
+        }
+        connection.timer = Some(self.timers.insert(deadline, id));
+    }
+
+    fn cancel_timer(&mut self, id: ConnectionId) {
+        if !self.is_current(id) {
+            return;
+        }
+        let Some(connection) = self.connections.get_mut(id.index()) else {
+            return;
+        };
+        if let Some(timer) = connection.timer.take() {
+            self.timers.cancel(timer);
+        }
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        if let Some(error) = self.fatal.take() {
+            return Err(error);
+        }
+        let timeout = self.wait_timeout(timeout);
+        self.ring.submit_and_wait(timeout)?;
+        self.now = Instant::now();
+        let mut reaped = std::mem::take(&mut self.reaped);
+        reaped.clear();
+        self.ring.drain_into(&mut reaped);
+        self.counters.events += reaped.len() as u64;
+        if reaped.is_empty() && timeout != Some(Duration::ZERO) {
+            self.counters.empty_wakeups += 1;
+        }
+        for entry in &reaped {
+            self.handle(entry);
+        }
+        self.reaped = reaped;
+        if self
+            .accept_paused_until
+            .is_some_and(|until| until <= self.now)
+        {
+            self.accept_paused_until = None;
+            if !self.accept_at_limit {
+                self.resume_accepting();
+            }
+        }
+        let mut expired = std::mem::take(&mut self.expired);
+        self.timers.expire(self.now, |id| expired.push(id));
+        for id in expired.drain(..) {
+            let Some(connection) = self
+                .connections
+                .get_mut(id.index())
+                .filter(|connection| connection.generation == id.generation)
+            else {
+                continue;
+            };
+            connection.timer = None;
+            if connection.flags & CLOSING != 0 {
+                // A promised send that never finished: cut it.
+                let fd = connection.fd;
+                self.cancel_all(fd);
+            } else {
+                self.completions
+                    .push_back(Completion::TimerExpired { connection: id });
+            }
+        }
+        self.expired = expired;
+        match self.fatal.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn next_completion(&mut self) -> Option<Completion> {
+        while let Some(completion) = self.completions.pop_front() {
+            match completion.connection() {
+                Some(id) if !self.is_current(id) => {
+                    if let Completion::Received { buffer, .. } = completion {
+                        self.buffers.give_back(buffer);
+                    }
+                }
+                _ => return Some(completion),
+            }
+        }
+        None
+    }
+
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn recycle(&mut self, buffer: Buffer) {
+        self.buffers.give_back(buffer);
+    }
+
+    fn take_vec(&mut self) -> Vec<u8> {
+        self.vec_pool
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(512))
+    }
+
+    fn counters(&self) -> LoopCounters {
+        let mut counters = self.counters;
+        let ring = self.ring.counters();
+        counters.wait_calls = ring.wait_calls;
+        counters.uring_submissions = ring.submissions;
+        counters.uring_completions = ring.completions;
+        counters.uring_enter_calls = ring.enter_calls;
+        counters.buffers_in_use = self.buffers.in_use() as u64;
+        counters
+    }
+
+    fn adjust_active(&mut self, delta: i64) {
+        self.counters.active_connections = self
+            .counters
+            .active_connections
+            .saturating_add_signed(delta);
+    }
+
+    fn waker(&self) -> Waker {
+        self.waker.clone()
+    }
+}
+
+impl Drop for UringDriver {
+    /// Cancels every operation and waits (bounded) until no send or file read still points
+    /// into connection memory, then closes the descriptors. The ring is dropped before the
+    /// receive buffer ring by field order.
+    fn drop(&mut self) {
+        let entry = opcode::AsyncCancel2::new(io_uring::types::CancelBuilder::any())
+            .build()
+            .user_data(user_data(Kind::Ignored, 0, 0));
+        self.push_plain(entry);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut reaped = Vec::new();
+        loop {
+            let busy = self
+                .connections
+                .iter()
+                .any(|(_, connection)| connection.memory_in_flight());
+            if !busy || Instant::now() >= deadline {
+                break;
+            }
+            if self
+                .ring
+                .submit_and_wait(Some(Duration::from_millis(10)))
+                .is_err()
+            {
+                break;
+            }
+            reaped.clear();
+            self.ring.drain_into(&mut reaped);
+            for entry in &reaped {
+                if let Some((kind @ (Kind::Send | Kind::Read), slot, generation)) =
+                    decode(entry.user_data())
+                    && let Some(connection) = self.connections.get_mut(slot)
+                    && connection.generation == generation
+                {
+                    connection.flags &= !match kind {
+                        Kind::Send => SEND_IN_FLIGHT,
+                        _ => READ_IN_FLIGHT,
+                    };
+                }
+            }
+        }
+        let open: Vec<_> = self
+            .connections
+            .iter()
+            .filter(|(_, connection)| !connection.memory_in_flight())
+            .map(|(_, connection)| connection.fd)
+            .collect();
+        for fd in open {
+            sys::close(fd);
+        }
+        // Connections whose memory the kernel may still use are leaked on purpose rather
+        // than freed under it (only if cancellation did not finish within the deadline).
+        let connections = std::mem::take(&mut self.connections);
+        let stuck = connections
+            .iter()
+            .any(|(_, connection)| connection.memory_in_flight());
+        if stuck {
+            std::mem::forget(connections);
+        }
+        for listener in self.listeners.iter().flatten() {
+            sys::close(listener.fd);
+        }
+        for &(_, fd) in &self.backlog {
+            sys::close(fd);
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! io_uring support: the ring as one loop drives it ([`ring`]), the probe that says
+//! whether io_uring is usable here ([`mod@probe`]), and the completion driver
+//! [`UringDriver`] ([`driver`], [`api`]) with its provided-buffer ring ([`buffers`]),
+//! per-connection state ([`connection`]) and sends ([`output`]). The readiness-only
+//! backend, `uring-poll`, is [`crate::uring_poll`].
+
+pub mod api;
+pub mod buffers;
+pub mod connection;
+pub mod driver;
+pub mod output;
+pub mod probe;
+pub mod ring;
+
+pub use driver::{UringDriver, UringOptions};
+pub use probe::{Needs, probe};
+pub use ring::{Ring, RingCounters, RingOptions};
+
+/// Slices gathered into one `SENDMSG` (as the readiness driver).
+pub const GATHER: usize = 64;

@@ -1,0 +1,136 @@
+//! Building the io_uring driver's sends: gathered memory chunks go out in one `SENDMSG`
+//! (up to [`super::GATHER`] slices, `MSG_MORE` when more output follows); a file range goes
+//! out in pieces, each a `READ` into the connection's send buffer linked (`IOSQE_IO_LINK`)
+//! to the `SENDMSG` of that buffer, so one loop turn moves one piece without a round trip
+//! through user space in between.
+//!
+//! A small send (at most [`WAIT_ALL_LIMIT`] bytes of memory, what a flush may report done
+//! at once) carries `MSG_WAITALL`: io_uring then retries a partial send itself and completes
+//! once everything is in the socket, so it costs exactly one completion. Larger sends do
+//! not: each completes with what the socket took, so the queue shows progress as the peer
+//! reads — what the stalled-write timeout measures (a slow reader must not look stalled
+//! while one big send sits in the kernel).
+
+//!
+//! Why not `SPLICE` file → pipe → socket: io_uring always runs splice in its io-wq worker
+//! threads (it cannot complete inline), which costs a thread hand-off per piece and CPU
+//! outside the loop's accounting; a page-cache read inline plus a send is cheaper for the
+//! file sizes a static origin serves from disk here (see `docs/backends.md`).
+
+use std::os::fd::AsRawFd;
+
+use io_uring::{opcode, squeue, types};
+
+use super::GATHER;
+use super::connection::{Connection, Kind, READ_IN_FLIGHT, SEND_IN_FLIGHT, SendState, user_data};
+use crate::driver::Chunk;
+
+/// Sends up to this size wait for all their bytes (`MSG_WAITALL`).
+pub const WAIT_ALL_LIMIT: u64 = 64 * 1024;
+
+/// Largest file piece read and sent per loop turn (and the send buffer a connection holds
+/// while it sends a file).
+pub const FILE_PIECE: usize = 64 * 1024;
+
+/// The submissions that start the next send of `connection` (slot `slot`): one `SENDMSG`,
+/// or a linked `READ` + `SENDMSG` for a file piece. `state` is the connection's send memory;
+/// the entries point into it and into the front output chunks, which therefore must stay
+/// where they are until the send's completion (the connection keeps them).
+pub fn prepare(
+    connection: &mut Connection,
+    state: &mut SendState,
+    slot: usize,
+) -> (Option<squeue::Entry>, squeue::Entry) {
+    let generation = connection.generation;
+    let progress = connection.front_progress;
+    state.file_read = None;
+    if !matches!(connection.output.front(), Some(Chunk::File { .. })) {
+        state.buffered = None;
+    }
+    let mut read = None;
+    let mut gathered = 0;
+    let mut requested = 0u64;
+    if let Some(Chunk::File {
+        file,
+        offset,
+        length,
+    }) = connection.output.front()
+    {
+        let reusable = state
+            .buffered
+            .filter(|&(start, length)| start <= progress && progress < start + length);
+        if let Some((start, buffered)) = reusable {
+            let skip = (progress - start) as usize;
+            let piece = (start + buffered - progress) as usize;
+            state.iovecs[0] = libc::iovec {
+                iov_base: state.file_buffer[skip..].as_mut_ptr().cast(),
+                iov_len: piece,
+            };
+            requested = piece as u64;
+            state.file_read = Some(buffered);
+        } else {
+            let piece = (length - progress).min(FILE_PIECE as u64) as usize;
+            if state.file_buffer.len() < FILE_PIECE {
+                state.file_buffer.resize(FILE_PIECE, 0);
+            }
+            state.buffered = None;
+            state.read_start = progress;
+            read = Some(
+                opcode::Read::new(
+                    types::Fd(file.as_raw_fd()),
+                    state.file_buffer.as_mut_ptr(),
+                    piece as u32,
+                )
+                .offset(offset + progress)
+                .build()
+                .flags(squeue::Flags::IO_LINK)
+                .user_data(user_data(Kind::Read, slot, generation)),
+            );
+            state.iovecs[0] = libc::iovec {
+                iov_base: state.file_buffer.as_mut_ptr().cast(),
+                iov_len: piece,
+            };
+            requested = piece as u64;
+        }
+        gathered = 1;
+        state.is_file_piece = true;
+        state.chunks_in_flight = 1;
+    } else {
+        let mut skip = progress as usize;
+        for chunk in connection.output.iter().take(GATHER) {
+            let bytes: &[u8] = match chunk {
+                Chunk::Owned(bytes) => bytes,
+                Chunk::Shared(bytes) => bytes,
+                Chunk::File { .. } => break,
+            };
+            let rest = &bytes[skip.min(bytes.len())..];
+            state.iovecs[gathered] = libc::iovec {
+                iov_base: rest.as_ptr() as *mut libc::c_void,
+                iov_len: rest.len(),
+            };
+            requested += rest.len() as u64;
+            skip = 0;
+            gathered += 1;
+        }
+        state.is_file_piece = false;
+        state.chunks_in_flight = gathered;
+    }
+    let more = if state.is_file_piece {
+        requested < connection.queued_bytes()
+    } else {
+        connection.output.len() > gathered
+    };
+    state.requested = requested;
+    state.message.msg_iov = state.iovecs.as_mut_ptr();
+    state.message.msg_iovlen = gathered;
+    let wait_all = !state.is_file_piece && requested <= WAIT_ALL_LIMIT;
+    let flags = libc::MSG_NOSIGNAL
+        | if wait_all { libc::MSG_WAITALL } else { 0 }
+        | if more { libc::MSG_MORE } else { 0 };
+    let send = opcode::SendMsg::new(types::Fd(connection.fd), &state.message)
+        .flags(flags as u32)
+        .build()
+        .user_data(user_data(Kind::Send, slot, generation));
+    connection.flags |= SEND_IN_FLIGHT | if read.is_some() { READ_IN_FLIGHT } else { 0 };
+    (read, send)
+}
