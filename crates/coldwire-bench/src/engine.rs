@@ -249,6 +249,22 @@ impl<D: Driver> Engine<D> {
         &mut self.slots[index]
     }
 
+    /// The second of the measured window `instant` falls in, if it does.
+    pub(crate) fn second_of(&self, instant: Instant) -> Option<usize> {
+        self.in_window(instant)
+            .then(|| instant.duration_since(self.window.0).as_secs() as usize)
+    }
+
+    /// Counts a failed window request (in its kind and in the second it failed).
+    pub(crate) fn count_error(&mut self, kind: ErrorKind) {
+        self.recorder.error(kind);
+        if let Some(second) = self.second_of(self.now)
+            && let Some(interval) = self.recorder.interval(second)
+        {
+            interval.errors += 1;
+        }
+    }
+
     /// True when `instant` lies in the current phase's measured window.
     pub(crate) fn in_window(&self, instant: Instant) -> bool {
         instant >= self.window.0 && instant < self.window.1
@@ -427,6 +443,11 @@ impl<D: Driver> Engine<D> {
             if late > self.config.late_limit {
                 if measured {
                     self.recorder.missed += 1;
+                    if let Some(second) = self.second_of(intended)
+                        && let Some(interval) = self.recorder.interval(second)
+                    {
+                        interval.missed += 1;
+                    }
                 }
                 continue;
             }
@@ -446,7 +467,7 @@ impl<D: Driver> Engine<D> {
                 break;
             }
             if front.measured {
-                self.recorder.error(ErrorKind::QueueTimeout);
+                self.count_error(ErrorKind::QueueTimeout);
             }
             self.backlog.pop_front();
         }
@@ -456,9 +477,10 @@ impl<D: Driver> Engine<D> {
     /// counts them as timeouts and closes their connections. Returns how many.
     fn abandon_outstanding(&mut self) -> u64 {
         let mut abandoned = 0;
-        for pending in self.backlog.drain(..) {
+        let waiting: Vec<Pending> = self.backlog.drain(..).collect();
+        for pending in waiting {
             if pending.measured {
-                self.recorder.error(ErrorKind::QueueTimeout);
+                self.count_error(ErrorKind::QueueTimeout);
             }
             abandoned += 1;
         }

@@ -89,7 +89,7 @@ impl<D: Driver> Engine<D> {
                         None => ErrorKind::NoDescriptor,
                         _ => ErrorKind::Connect,
                     };
-                    self.recorder.error(kind);
+                    self.count_error(kind);
                 }
             }
         }
@@ -204,6 +204,16 @@ impl<D: Driver> Engine<D> {
                     if status < 400 {
                         self.recorder.succeeded_in_window += 1;
                     }
+                    if let Some(second) = self.second_of(now)
+                        && let Some(interval) = self.recorder.interval(second)
+                    {
+                        interval.completed += 1;
+                        if status < 400 {
+                            interval.succeeded += 1;
+                        } else if request.measured {
+                            interval.errors += 1;
+                        }
+                    }
                     self.recorder.bytes_in_window += bytes;
                 }
                 if request.measured {
@@ -304,7 +314,7 @@ impl<D: Driver> Engine<D> {
                     retried: true,
                 });
             } else if request.measured {
-                self.recorder.error(kind);
+                self.count_error(kind);
             }
         }
         self.close_hot(id);

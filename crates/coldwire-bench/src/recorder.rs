@@ -52,6 +52,22 @@ impl ErrorCounts {
     }
 }
 
+/// What happened during one second of the measured window (for plots over time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Interval {
+    /// Responses completed (any status).
+    pub completed: u64,
+    /// Of which with a status below 400.
+    pub succeeded: u64,
+    /// Requests that failed (any kind), counted when they failed.
+    pub errors: u64,
+    /// Slots missed by the generator.
+    pub missed: u64,
+}
+
+/// Most seconds kept in the per-second series (longer windows keep their first hour).
+const MAX_INTERVALS: usize = 3600;
+
 /// The kinds of [`ErrorCounts`], for recording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -117,6 +133,8 @@ pub struct Recorder {
     pub connections_opened: u64,
     /// Cold connections the server closed during the phase.
     pub cold_closed_by_server: u64,
+    /// Per second of the window.
+    pub intervals: Vec<Interval>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -148,7 +166,19 @@ impl Recorder {
             errors: ErrorCounts::default(),
             connections_opened: 0,
             cold_closed_by_server: 0,
+            intervals: Vec::new(),
         }
+    }
+
+    /// The counts of second `index` of the window (`None` past the kept range).
+    pub fn interval(&mut self, index: usize) -> Option<&mut Interval> {
+        if index >= MAX_INTERVALS {
+            return None;
+        }
+        if index >= self.intervals.len() {
+            self.intervals.resize(index + 1, Interval::default());
+        }
+        self.intervals.get_mut(index)
     }
 
     /// Records a complete response of a window request.

@@ -191,6 +191,8 @@ pub struct PhaseReport {
     pub cold_held: (u64, u64),
     /// Cold connections the server closed during the phase.
     pub cold_closed_by_server: u64,
+    /// Per second of the window: completed, succeeded, errors, missed.
+    pub intervals: Vec<crate::recorder::Interval>,
     /// Requests abandoned when the phase's drain bound passed (counted as timeouts).
     pub abandoned: u64,
     /// The run was interrupted during this phase.
@@ -244,6 +246,7 @@ impl PhaseReport {
             connections_opened: recorder.connections_opened,
             cold_held: measurement.cold_held,
             cold_closed_by_server: recorder.cold_closed_by_server,
+            intervals: recorder.intervals.clone(),
             abandoned: measurement.abandoned,
             interrupted: measurement.interrupted,
             server: None,

@@ -279,3 +279,23 @@ fn slots_missed_while_the_generator_stalls_are_counted_not_burst() {
         recorder.lateness.max()
     );
 }
+
+#[test]
+fn per_second_intervals_add_up_to_the_window() {
+    let address = start_server(Behaviour::Slow(Duration::ZERO));
+    let report = run(load(address), 200.0, 2.0);
+    let phase = &report.phases[0];
+    assert_eq!(phase.intervals.len(), 2, "{:?}", phase.intervals);
+    let completed: u64 = phase
+        .intervals
+        .iter()
+        .map(|interval| interval.completed)
+        .sum();
+    assert_eq!(completed, phase.completed_in_window);
+    assert!(
+        phase
+            .intervals
+            .iter()
+            .all(|interval| interval.succeeded == interval.completed)
+    );
+}
