@@ -66,6 +66,12 @@ pub struct LoadConfig {
     /// behind) is skipped and counted as missed, never sent in a catch-up burst.
     #[serde(serialize_with = "serialize_seconds")]
     pub late_limit: Duration,
+    /// Poll (instead of sleeping in the kernel's millisecond-granular wait) during the
+    /// last millisecond before a slot while responses are awaited: slots go out on time and
+    /// responses are timed exactly, at the price of a busy core — which a scheduler
+    /// shares badly with other CPU-bound work. Off: slots may go out up to a millisecond
+    /// late (shown in `schedule_lateness`) when no response arrives meanwhile.
+    pub poll: bool,
     /// Seed of the arrival and target choices.
     pub seed: u64,
 }
@@ -111,6 +117,7 @@ impl LoadConfig {
             cold_connect_rate: 2_000.0,
             trickle_interval: Duration::from_secs(5),
             late_limit: Duration::from_millis(5),
+            poll: true,
             seed: 1,
         }
     }

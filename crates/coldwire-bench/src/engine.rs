@@ -396,11 +396,18 @@ impl<D: Driver> Engine<D> {
                 && self.issuing
             {
                 let gap = schedule.peek().saturating_duration_since(now);
-                timeout = timeout.min(gap.saturating_sub(SPIN_WINDOW));
-                if timeout.is_zero() && self.in_flight == 0 && self.backlog.is_empty() {
-                    // Nothing to time until the slot: sleep precisely (a high-resolution
-                    // timer) instead of polling, giving the core back to the scheduler.
-                    std::thread::sleep(gap.saturating_sub(SLEEP_SLACK));
+                let awaiting = self.in_flight > 0 || !self.backlog.is_empty();
+                if awaiting && !self.config.poll {
+                    // Relaxed timing: wait in the kernel (whole milliseconds); a response
+                    // arriving meanwhile wakes the loop, and due slots go out then.
+                    timeout = timeout.min(gap.max(Duration::from_nanos(1)));
+                } else {
+                    timeout = timeout.min(gap.saturating_sub(SPIN_WINDOW));
+                    if timeout.is_zero() && !awaiting {
+                        // Nothing to time until the slot: sleep precisely (a high-resolution
+                        // timer) instead of polling, giving the core back to the scheduler.
+                        std::thread::sleep(gap.saturating_sub(SLEEP_SLACK));
+                    }
                 }
             }
             self.turn(timeout)?;

@@ -115,6 +115,10 @@ pub struct BenchArgs {
     /// Pin the generator to this CPU.
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,
+    /// Do not poll before slots while responses are awaited: wait in the kernel instead
+    /// (slots may go out up to 1 ms late; kinder to other work on the generator's core).
+    #[arg(long)]
+    pub no_poll: bool,
     /// Seed of the Poisson arrivals and target choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -334,6 +338,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.trickle_interval = seconds(arguments.trickle_interval, "--trickle-interval")?;
     load.late_limit = seconds(arguments.late_limit / 1000.0, "--late-limit")?;
     load.seed = arguments.seed;
+    load.poll = !arguments.no_poll;
     check_descriptors(load.connections + load.cold)?;
     let warmup = seconds(arguments.warmup, "--warmup")?;
     let duration = seconds(arguments.duration, "--duration")?;
