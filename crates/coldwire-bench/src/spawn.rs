@@ -136,6 +136,39 @@ impl SpawnedServer {
         }
     }
 
+    /// Waits until the server accepts connections on `address` (it exited, or did not
+    /// listen within `timeout`: an error saying so).
+    pub fn wait_until_accepting(
+        &mut self,
+        address: std::net::SocketAddr,
+        timeout: Duration,
+    ) -> Result<(), BenchError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if !self.is_running() {
+                return Err(BenchError::Spawn {
+                    command: self.command.clone(),
+                    reason: "it exited before accepting connections: check it runs in the \
+                             foreground (e.g. nginx -g 'daemon off;') and see its messages above"
+                        .into(),
+                });
+            }
+            if std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(BenchError::Spawn {
+                    command: self.command.clone(),
+                    reason: format!(
+                        "nothing accepts connections on {address} after {timeout:?}: check the \
+                         command listens where --url (or --proxy) points, or raise --spawn-wait"
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// True while the process runs.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

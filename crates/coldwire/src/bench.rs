@@ -99,8 +99,9 @@ pub struct BenchArgs {
     /// Start the server with this shell command (in the foreground), measure it, stop it.
     #[arg(long, value_name = "CMD")]
     pub spawn: Option<String>,
-    /// Seconds to wait after --spawn before loading (until it listens).
-    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    /// Seconds --spawn's server gets to start accepting connections on the target (or
+    /// proxy) address before the run gives up.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub spawn_wait: f64,
     /// coldwire's stats endpoint (serve --admin ADDR → http://ADDR/stats): syscalls, waits
     /// and events per request.
@@ -365,19 +366,16 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     };
     let mut spawned = match &arguments.spawn {
         Some(command) => {
-            let server = SpawnedServer::shell(command)?;
-            std::thread::sleep(seconds(arguments.spawn_wait, "--spawn-wait")?);
+            let mut server = SpawnedServer::shell(command)?;
+            let address = match load.proxy {
+                Some(proxy) => proxy,
+                None => load.targets[0].resolve()?,
+            };
+            server.wait_until_accepting(address, seconds(arguments.spawn_wait, "--spawn-wait")?)?;
             Some(server)
         }
         None => None,
     };
-    if let Some(server) = spawned.as_mut()
-        && !server.is_running()
-    {
-        bail!(
-            "the --spawn command exited at once: check it runs in the foreground (e.g. nginx -g 'daemon off;')"
-        );
-    }
     if let Some(cpu) = arguments.cpu {
         system::pin_current_thread(cpu)
             .with_context(|| format!("cannot pin the generator to CPU {cpu}"))?;

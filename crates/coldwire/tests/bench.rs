@@ -213,6 +213,48 @@ fn bad_arguments_say_what_to_do() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("--url"));
+    let output = Command::new(COLDWIRE)
+        .args(["bench", "--url", "http://127.0.0.1:9/", "--spawn", "exit 3"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("exited before accepting"), "{stderr}");
+}
+
+#[test]
+fn spawn_starts_measures_and_stops_the_server() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("page.html"), b"hello").unwrap();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let command = format!(
+        "{COLDWIRE} serve --root {} --listen 127.0.0.1:{port} --workers 1",
+        root.path().display()
+    );
+    let url = format!("http://127.0.0.1:{port}/page.html");
+    let (json, _) = bench(&strings(&[
+        "--url",
+        &url,
+        "--spawn",
+        &command,
+        "--rate",
+        "100",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.5",
+        "--late-limit",
+        "1000",
+    ]));
+    assert_eq!(json["server"]["command"], command.as_str());
+    let phase = &json["runs"][0]["phases"][0];
+    assert_eq!(phase["succeeded_requests"], 50, "{}", phase["errors"]);
+    assert!(phase["server"]["cpu_seconds"].as_f64().unwrap() > 0.0);
+    // Stopped: nothing listens there any more.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
 }
 
 #[test]
