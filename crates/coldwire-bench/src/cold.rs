@@ -65,6 +65,7 @@ impl<D: Driver> Engine<D> {
                     completed: self.cold.established,
                     errors: self.cold.failed,
                     cold_held: self.cold.held,
+                    opening_cold: true,
                 });
             }
             let wake = schedule.peek().min(next_progress).min(deadline);

@@ -127,6 +127,9 @@ pub struct Progress {
     pub errors: u64,
     /// Cold connections held.
     pub cold_held: u64,
+    /// True while cold connections are being opened (then `completed` counts the
+    /// established ones and `errors` the failed ones).
+    pub opening_cold: bool,
 }
 
 /// Callbacks at the edges of a phase's measured window (to sample the server's cost) and
@@ -380,6 +383,7 @@ impl<D: Driver> Engine<D> {
                     completed: self.recorder.completed_in_window,
                     errors: self.recorder.errors.total(),
                     cold_held: self.cold.held,
+                    opening_cold: false,
                 });
             }
             let mut wake = next_progress.min(drain_until);

@@ -193,6 +193,13 @@ impl PhaseObserver for Bar {
         let planned = progress.planned.as_secs_f64().max(1e-3);
         bar.set_prefix(progress.label.clone());
         bar.set_position(((progress.elapsed.as_secs_f64() / planned) * 1000.0).min(1000.0) as u64);
+        if progress.opening_cold {
+            bar.set_message(format!(
+                "{} established, {} failed",
+                progress.completed, progress.errors
+            ));
+            return;
+        }
         bar.set_message(format!(
             "{} responses, {} errors, {} cold held{}",
             progress.completed,
