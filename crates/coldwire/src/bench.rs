@@ -29,7 +29,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// `coldwire bench`: with no `--url`, the built-in scenario (starts `coldwire serve` itself).
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Target URL, http://HOST[:PORT]/PATH, optionally followed by @WEIGHT (repeatable;
+    /// Target URL, `http://HOST[:PORT]/PATH`, optionally followed by @WEIGHT (repeatable;
     /// each request picks one by weight). Without any, the built-in scenario runs.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
