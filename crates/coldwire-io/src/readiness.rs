@@ -708,6 +708,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
             .map_or(0, |connection| {
                 connection.output.iter().map(Chunk::len).sum::<u64>() - connection.front_progress
             })
+            .saturating_add(self.splice_backlog(id))
     }
 
     fn unsent_bytes(&self, id: ConnectionId) -> u64 {

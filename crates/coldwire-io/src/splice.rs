@@ -165,6 +165,19 @@ impl<P: Poller> ReadinessDriver<P> {
         self.splices.copies.retain(|id, _| id.slot != slot);
     }
 
+    /// Bytes a running transfer still has to deliver to `destination` (in its pipe and
+    /// not yet read from the source), so that `queued_bytes` / `unsent_bytes` show a
+    /// spliced response's progress like a queued one's. Saturates for unbounded transfers.
+    pub(super) fn splice_backlog(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .transfers
+            .get(&destination.slot)
+            .filter(|transfer| transfer.destination == destination)
+            .map_or(0, |transfer| {
+                transfer.remaining.saturating_add(transfer.in_pipe as u64)
+            })
+    }
+
     /// The copy kept by a finished transfer to `destination`.
     pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
         self.splices.copies.remove(&destination)

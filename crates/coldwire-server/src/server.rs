@@ -117,13 +117,7 @@ impl RunningServer {
         };
         let stats = Arc::new(Stats::new(config.backend.name(), workers));
         let stop = Arc::new(AtomicBool::new(false));
-        let admin_listener = match config.admin {
-            Some(address) => Some(
-                TcpListener::bind(address)
-                    .map_err(|source| ServerError::Admin { address, source })?,
-            ),
-            None => None,
-        };
+        let admin_listener = bind_admin(config.admin)?;
         let admin_addr = admin_listener
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
@@ -167,14 +161,7 @@ impl RunningServer {
             wakers.push(waker);
             threads.push(thread);
         }
-        let admin = admin_listener.map(|listener| {
-            let stats = stats.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("coldwire-admin".into())
-                .spawn(move || serve_admin(listener, stats, stop))
-                .expect("spawning the admin thread")
-        });
+        let admin = start_admin(admin_listener, &stats, &stop);
         Ok(RunningServer {
             local_addr,
             admin_addr,
@@ -222,27 +209,64 @@ impl RunningServer {
 
     /// Waits for every worker to finish; the first worker error is returned.
     pub fn join(self) -> Result<(), ServerError> {
-        let mut result = Ok(());
-        for (worker, thread) in self.workers.into_iter().enumerate() {
-            let outcome = thread
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("worker panicked")));
-            if let Err(source) = outcome
-                && result.is_ok()
-            {
-                result = Err(ServerError::Worker { worker, source });
-            }
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(admin) = self.admin {
-            // Unblock its accept; it sees `stop` and returns.
-            if let Some(address) = self.admin_addr {
-                let _ = std::net::TcpStream::connect(address);
-            }
-            let _ = admin.join();
-        }
-        result
+        join_all(self.workers, &self.stop, self.admin, self.admin_addr)
     }
+}
+
+/// Binds the stats endpoint's listener, if asked for (before any worker starts, so a bad
+/// address fails the start).
+pub(crate) fn bind_admin(address: Option<SocketAddr>) -> Result<Option<TcpListener>, ServerError> {
+    address
+        .map(|address| {
+            TcpListener::bind(address).map_err(|source| ServerError::Admin { address, source })
+        })
+        .transpose()
+}
+
+/// Starts the stats endpoint's thread on `listener`.
+pub(crate) fn start_admin(
+    listener: Option<TcpListener>,
+    stats: &Arc<Stats>,
+    stop: &Arc<AtomicBool>,
+) -> Option<JoinHandle<()>> {
+    listener.map(|listener| {
+        let stats = stats.clone();
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("coldwire-admin".into())
+            .spawn(move || serve_admin(listener, stats, stop))
+            .expect("spawning the admin thread")
+    })
+}
+
+/// Waits for every worker, then stops the stats endpoint; the first worker error is
+/// returned.
+pub(crate) fn join_all(
+    workers: Vec<JoinHandle<std::io::Result<()>>>,
+    stop: &AtomicBool,
+    admin: Option<JoinHandle<()>>,
+    admin_addr: Option<SocketAddr>,
+) -> Result<(), ServerError> {
+    let mut result = Ok(());
+    for (worker, thread) in workers.into_iter().enumerate() {
+        let outcome = thread
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("worker panicked")));
+        if let Err(source) = outcome
+            && result.is_ok()
+        {
+            result = Err(ServerError::Worker { worker, source });
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    if let Some(admin) = admin {
+        // Unblock its accept; it sees `stop` and returns.
+        if let Some(address) = admin_addr {
+            let _ = std::net::TcpStream::connect(address);
+        }
+        let _ = admin.join();
+    }
+    result
 }
 
 type Spawned = (Waker, JoinHandle<std::io::Result<()>>);

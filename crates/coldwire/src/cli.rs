@@ -153,4 +153,8 @@ pub struct ProxyArgs {
     /// Seconds in-flight exchanges get to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub shutdown_grace: f64,
+    /// Serve JSON statistics (loop counters, requests, responses) on this address at
+    /// /stats (off by default).
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<SocketAddr>,
 }

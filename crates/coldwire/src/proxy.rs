@@ -81,6 +81,7 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
         DataPathArg::Splice => DataPath::Splice,
     };
     config.splice_threshold = arguments.splice_threshold;
+    config.admin = arguments.admin;
     Ok(config)
 }
 
@@ -95,6 +96,9 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
     };
     let proxy = RunningProxy::start(config).context("coldwire proxy could not start")?;
     println!("proxy listening on http://{}", proxy.local_addr());
+    if let Some(admin) = proxy.admin_addr() {
+        println!("stats on http://{admin}/stats");
+    }
     eprintln!("coldwire proxy: {reverse}, backend {backend}, {workers} worker(s); Ctrl-C stops");
     let stop = proxy.stop_handle();
     std::thread::Builder::new()

@@ -325,14 +325,20 @@ impl<D: Driver> Worker<D> {
         match self.driver.flush(client.session.id) {
             Flush::Done => self.after_output(client),
             Flush::Pending => {
-                client.session.enter(&mut self.driver, Phase::Writing);
-                client.session.progress_mark = self.driver.unsent_bytes(client.session.id);
-                let due = self.driver.now() + self.write_timeout();
-                client.session.set_deadline(&mut self.driver, due);
+                self.wait_for_client(client);
                 Step::Keep
             }
             Flush::Failed(_) => Step::Close,
         }
+    }
+
+    /// Output waits for the client: the stalled-write deadline applies (progress measured
+    /// as bytes the client has not received yet).
+    pub(super) fn wait_for_client(&mut self, client: &mut Client) {
+        client.session.enter(&mut self.driver, Phase::Writing);
+        client.session.progress_mark = self.driver.unsent_bytes(client.session.id);
+        let due = self.driver.now() + self.write_timeout();
+        client.session.set_deadline(&mut self.driver, due);
     }
 
     /// Everything queued for the client is written.

@@ -106,10 +106,7 @@ impl<D: Driver> Worker<D> {
                     self.driver.cancel_timer(id);
                     self.put_origin(origin);
                 }
-                client.session.enter(&mut self.driver, Phase::Writing);
-                client.session.progress_mark = self.driver.unsent_bytes(client.session.id);
-                let due = self.driver.now() + self.write_timeout();
-                client.session.set_deadline(&mut self.driver, due);
+                self.wait_for_client(client);
                 Step::Keep
             }
             Flush::Failed(_) => Step::Close,
@@ -442,10 +439,7 @@ impl<D: Driver> Worker<D> {
             Ok(()) => {
                 progress.splice = SplicePlan::Running;
                 self.driver.cancel_timer(origin);
-                client.session.enter(&mut self.driver, Phase::Writing);
-                client.session.progress_mark = u64::MAX;
-                let due = self.driver.now() + self.write_timeout();
-                client.session.set_deadline(&mut self.driver, due);
+                self.wait_for_client(client);
             }
             Err(_) => {
                 progress.splice = SplicePlan::No;

@@ -4,24 +4,27 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
 use coldwire_cache::Store;
 use coldwire_io::{
     Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
+    UringDriver, UringOptions, UringPoller,
 };
 
 use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
-use crate::server::{StopHandle, bind};
+use crate::server::{StopHandle, bind, bind_admin, join_all, start_admin};
 use crate::stats::Stats;
 use crate::system;
 
 /// A started proxy. Call [`RunningProxy::stop`] and [`RunningProxy::join`] to end it.
 pub struct RunningProxy {
     local_addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    admin: Option<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     wakers: Vec<coldwire_io::Waker>,
     workers: Vec<JoinHandle<std::io::Result<()>>>,
@@ -55,6 +58,10 @@ impl RunningProxy {
         for _ in 1..workers {
             listeners.push(bind(local_addr, config.backlog)?);
         }
+        let admin_listener = bind_admin(config.admin)?;
+        let admin_addr = admin_listener
+            .as_ref()
+            .and_then(|listener| listener.local_addr().ok());
         let store = config.cache.map(|store| Arc::new(Store::new(store)));
         let stats = Arc::new(Stats::new(config.backend.name(), workers));
         let stop = Arc::new(AtomicBool::new(false));
@@ -75,28 +82,28 @@ impl RunningProxy {
                 stop: stop.clone(),
                 store: store.clone(),
             };
-            #[allow(
-                unreachable_patterns,
-                reason = "backends added by other work (io_uring) are refused until the proxy is tested on them"
-            )]
             let (waker, thread) = match config.backend {
                 Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,
                 Backend::Poll => spawn::<PollPoller>(&driver_config, context)?,
                 Backend::Select => spawn::<SelectPoller>(&driver_config, context)?,
-                other => {
-                    return Err(ServerError::Backend {
-                        backend: other.name(),
-                        source: std::io::Error::other(
-                            "coldwire proxy runs on select, poll and epoll",
-                        ),
-                    });
+                Backend::UringPoll => spawn::<UringPoller>(&driver_config, context)?,
+                Backend::Uring => {
+                    let driver = UringDriver::new(driver_config.clone(), UringOptions::default())
+                        .map_err(|source| ServerError::Backend {
+                        backend: "uring",
+                        source,
+                    })?;
+                    spawn_driver(driver, context)?
                 }
             };
             wakers.push(waker);
             threads.push(thread);
         }
+        let admin = start_admin(admin_listener, &stats, &stop);
         Ok(RunningProxy {
             local_addr,
+            admin_addr,
+            admin,
             stop,
             wakers,
             workers: threads,
@@ -108,6 +115,11 @@ impl RunningProxy {
     /// The address the workers listen on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The stats endpoint's address, if enabled.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
     }
 
     /// The live statistics.
@@ -135,19 +147,7 @@ impl RunningProxy {
 
     /// Waits for every worker; the first worker error is returned.
     pub fn join(self) -> Result<(), ServerError> {
-        let mut result = Ok(());
-        for (worker, thread) in self.workers.into_iter().enumerate() {
-            let outcome = thread
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("worker panicked")));
-            if let Err(source) = outcome
-                && result.is_ok()
-            {
-                result = Err(ServerError::Worker { worker, source });
-            }
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        result
+        join_all(self.workers, &self.stop, self.admin, self.admin_addr)
     }
 }
 
@@ -161,6 +161,14 @@ fn spawn<P: Poller + Send + 'static>(
             source,
         }
     })?;
+    spawn_driver(driver, context)
+}
+
+/// Starts a worker thread running `driver`.
+fn spawn_driver<D: Driver + Send + 'static>(
+    driver: D,
+    context: ProxyWorkerContext,
+) -> Result<Spawned, ServerError> {
     let waker = driver.waker();
     let pin = context.config.pin_workers.then_some(context.index);
     let thread = std::thread::Builder::new()

@@ -223,6 +223,19 @@ fn answer(
             )
         }
         "/echo" => respond(writer, "200 OK", &[("X-Method", method.to_owned())], body),
+        "/headers" => {
+            let mut names: Vec<String> = headers
+                .iter()
+                .map(|(name, value)| format!("{name}: {value}"))
+                .collect();
+            names.sort();
+            respond(
+                writer,
+                "200 OK",
+                &[("Cache-Control", "no-store".into())],
+                names.join("\n").as_bytes(),
+            )
+        }
         "/big" => {
             let length: usize = path
                 .split(['?', '&'])
@@ -261,6 +274,8 @@ pub struct Proxy {
     child: Child,
     /// Its address.
     pub address: SocketAddr,
+    /// The stats URL, when started with `--admin`.
+    pub stats_url: Option<String>,
 }
 
 impl Proxy {
@@ -296,7 +311,17 @@ impl Proxy {
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .parse()
             .unwrap();
-        Proxy { child, address }
+        let mut stats_url = None;
+        if args.contains(&"--admin") {
+            let mut line = String::new();
+            lines.read_line(&mut line).unwrap();
+            stats_url = line.trim().strip_prefix("stats on ").map(str::to_owned);
+        }
+        Proxy {
+            child,
+            address,
+            stats_url,
+        }
     }
 
     /// `http://ADDRESS` for `curl -x`.
@@ -371,4 +396,19 @@ pub fn connect(address: SocketAddr) -> TcpStream {
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     stream
+}
+
+/// Whether `--io NAME` works here; io_uring may be switched off or filtered (then this
+/// prints `skipped: <reason>`), every other backend must work.
+pub fn backend_available(name: &str) -> bool {
+    let backend: coldwire_io::Backend = name.parse().expect("a backend name");
+    let Err(reason) = backend.probe() else {
+        return true;
+    };
+    assert!(
+        name.starts_with("uring"),
+        "{name} does not work here: {reason}"
+    );
+    println!("skipped: {name} is unavailable here: {reason}");
+    false
 }
