@@ -81,13 +81,15 @@ impl CacheStatus {
             }
         }
         if let Some(status) = self.forward_status {
-            out.extend_from_slice(format!("; fwd-status={status}").as_bytes());
+            out.extend_from_slice(b"; fwd-status=");
+            out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
         }
         if self.stored {
             out.extend_from_slice(b"; stored");
         }
         if let Some(ttl) = self.ttl {
-            out.extend_from_slice(format!("; ttl={ttl}").as_bytes());
+            out.extend_from_slice(b"; ttl=");
+            out.extend_from_slice(itoa::Buffer::new().format(ttl).as_bytes());
         }
         if let Some(detail) = self.detail {
             out.extend_from_slice(b"; detail=");

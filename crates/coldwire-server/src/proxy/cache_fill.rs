@@ -106,16 +106,14 @@ impl<D: Driver> Worker<D> {
         }
         let directives = request_directives(head);
         let lookup = store.lookup(&key, |name| head.header_values(name).collect());
-        let mut fields = Fields::new();
-        for (name, value) in head.headers() {
-            fields.push(name, value);
-        }
+        // The request's fields are kept only for what goes forward (Vary, conditionals
+        // after a 304): a hit copies nothing.
         let mut work = CacheWork {
             key: Some(key),
             forward: Forward::UriMiss,
             stored: None,
             request_directives: directives,
-            request_fields: fields,
+            request_fields: Fields::new(),
         };
         match lookup {
             Lookup::Found(stored) => {
@@ -147,6 +145,9 @@ impl<D: Driver> Worker<D> {
             }
             Lookup::VaryMiss => work.forward = Forward::VaryMiss,
             Lookup::Miss => {}
+        }
+        for (name, value) in head.headers() {
+            work.request_fields.push(name, value);
         }
         if directives.only_if_cached {
             let status = coldwire_http::Status::GATEWAY_TIMEOUT;

@@ -107,7 +107,14 @@ pub fn write_upstream_request(
             write_field(out, b"If-Modified-Since", modified);
         }
     }
-    write_field(out, b"Via", format!("1.1 {via_name}").as_bytes());
+    write_via(out, via_name);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `Via: 1.1 NAME` (RFC 9110 §7.6.3), without formatting.
+fn write_via(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(b"Via: 1.1 ");
+    out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 
@@ -276,7 +283,7 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
     if let Some(age) = head.age {
         write_field(out, b"Age", itoa::Buffer::new().format(age).as_bytes());
     }
-    write_field(out, b"Via", format!("1.1 {}", head.name).as_bytes());
+    write_via(out, head.name);
     if let Some(status) = head.cache_status {
         out.extend_from_slice(b"Cache-Status: ");
         status.write_value(head.name, out);
