@@ -51,7 +51,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_serve() { # NAME -> prints the address
+# start_serve NAME: starts a server and sets ADDRESS (called in this shell, not in a
+# command substitution, so that PIDS reaches the cleanup trap).
+start_serve() {
     taskset -c "$SERVER_CPU" "$COLDWIRE" serve --root "$TMP" --listen 127.0.0.1:0 --workers 1 \
         --idle-timeout 600 --max-connections 19000 >"$RAW/$1.stdout" 2>"$RAW/$1.stderr" &
     PIDS+=($!)
@@ -60,10 +62,12 @@ start_serve() { # NAME -> prints the address
         grep -q '^listening on http://' "$RAW/$1.stdout" 2>/dev/null && break
         sleep 0.1
     done
-    sed -n 's|^listening on http://||p' "$RAW/$1.stdout"
+    ADDRESS=$(sed -n 's|^listening on http://||p' "$RAW/$1.stdout")
 }
-HOT=$(start_serve hot)
-SINK=$(start_serve sink)
+start_serve hot
+HOT=$ADDRESS
+start_serve sink
+SINK=$ADDRESS
 [[ -n $HOT && -n $SINK ]] || die "a server did not start (see $RAW/*.stderr)"
 URL="http://$HOT/1259.bin"
 
