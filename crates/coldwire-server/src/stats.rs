@@ -3,9 +3,10 @@
 //! endpoint sums the slots into one JSON document. The load generator reads it to compute
 //! syscalls, waits and events per request.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use coldwire_cache::Store;
 use coldwire_io::LoopCounters;
 use serde::Serialize;
 
@@ -70,6 +71,25 @@ pub struct Stats {
     started: Instant,
     backend: &'static str,
     workers: Vec<Mutex<WorkerSnapshot>>,
+    store: Option<Arc<Store>>,
+}
+
+/// The proxy cache's counters, read when a report is made (not per loop turn: reading
+/// them locks every shard once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheReport {
+    /// Lookups that found a stored response (fresh or to revalidate).
+    pub found: u64,
+    /// Lookups that found nothing usable.
+    pub missed: u64,
+    /// Responses stored, 304 refreshes included.
+    pub stored: u64,
+    /// Objects evicted to stay within the budget.
+    pub evicted: u64,
+    /// Bytes held now.
+    pub bytes: u64,
+    /// Objects held now.
+    pub objects: u64,
 }
 
 /// The JSON document served by the admin endpoint.
@@ -87,6 +107,9 @@ pub struct StatsReport {
     pub total: WorkerSnapshot,
     /// Per worker, in worker order.
     pub per_worker: Vec<WorkerSnapshot>,
+    /// The proxy's cache, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheReport>,
 }
 
 impl Stats {
@@ -98,7 +121,14 @@ impl Stats {
             workers: (0..workers)
                 .map(|_| Mutex::new(WorkerSnapshot::default()))
                 .collect(),
+            store: None,
         }
+    }
+
+    /// Also reports this cache's counters.
+    pub fn with_store(mut self, store: Arc<Store>) -> Stats {
+        self.store = Some(store);
+        self
     }
 
     /// Publishes worker `index`'s counters.
@@ -127,6 +157,17 @@ impl Stats {
             workers: per_worker.len(),
             total,
             per_worker,
+            cache: self.store.as_ref().map(|store| {
+                let counters = store.counters();
+                CacheReport {
+                    found: counters.found,
+                    missed: counters.missed,
+                    stored: counters.stored,
+                    evicted: counters.evicted,
+                    bytes: counters.bytes,
+                    objects: counters.objects,
+                }
+            }),
         }
     }
 }

@@ -556,6 +556,10 @@ fn stats_endpoint_counts_requests_and_responses(backend: &str) {
                     .unwrap()
                     >= 3
             );
+            // One miss stored, then two hits.
+            assert_eq!(stats["cache"]["stored"].as_u64(), Some(1), "{stats}");
+            assert!(stats["cache"]["found"].as_u64().unwrap() >= 2, "{stats}");
+            assert_eq!(stats["cache"]["objects"].as_u64(), Some(1), "{stats}");
             break;
         }
         assert!(std::time::Instant::now() < deadline, "stats: {stats}");

@@ -63,7 +63,11 @@ impl RunningProxy {
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
         let store = config.cache.map(|store| Arc::new(Store::new(store)));
-        let stats = Arc::new(Stats::new(config.backend.name(), workers));
+        let mut stats = Stats::new(config.backend.name(), workers);
+        if let Some(store) = &store {
+            stats = stats.with_store(store.clone());
+        }
+        let stats = Arc::new(stats);
         let stop = Arc::new(AtomicBool::new(false));
         let config = Arc::new(config);
         let driver_config = DriverConfig {
