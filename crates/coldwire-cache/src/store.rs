@@ -157,8 +157,8 @@ pub enum Lookup {
     Miss,
 }
 
-/// What the store has done, for the stats endpoint.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What the store has done, for the stats endpoint (serialised as its `cache` object).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StoreCounters {
     /// Lookups that found a response.
     pub found: u64,

@@ -269,7 +269,8 @@ pub(crate) fn join_all(
     result
 }
 
-type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
+/// A started loop: its waker and its thread.
+pub(crate) type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
 
 /// How long an idle `--sqpoll` kernel thread keeps polling before it sleeps: short, since
 /// while it polls it holds a core (half of this machine).
@@ -279,13 +280,17 @@ fn spawn<P: Poller + Send + 'static>(
     driver_config: &DriverConfig,
     context: WorkerContext,
 ) -> Result<Spawned, ServerError> {
-    let driver = ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| {
-        ServerError::Backend {
-            backend: P::NAME,
-            source,
-        }
-    })?;
-    spawn_driver(driver, context)
+    spawn_driver(readiness_driver::<P>(driver_config)?, context)
+}
+
+/// A readiness driver over poller `P`.
+pub(crate) fn readiness_driver<P: Poller>(
+    driver_config: &DriverConfig,
+) -> Result<ReadinessDriver<P>, ServerError> {
+    ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| ServerError::Backend {
+        backend: P::NAME,
+        source,
+    })
 }
 
 /// Starts a worker thread running `driver`.
@@ -293,15 +298,27 @@ fn spawn_driver<D: Driver + Send + 'static>(
     driver: D,
     context: WorkerContext,
 ) -> Result<Spawned, ServerError> {
-    let waker = driver.waker();
     let pin = context.config.pin_workers.then_some(context.index);
+    let name = format!("coldwire-worker-{}", context.index);
+    spawn_loop(driver, name, pin, move |driver| run_worker(driver, context))
+}
+
+/// Starts the thread `name` that runs `work` on `driver`, pinned to CPU `pin mod cores`
+/// when asked.
+pub(crate) fn spawn_loop<D: Driver + Send + 'static>(
+    driver: D,
+    name: String,
+    pin: Option<usize>,
+    work: impl FnOnce(D) -> std::io::Result<()> + Send + 'static,
+) -> Result<Spawned, ServerError> {
+    let waker = driver.waker();
     let thread = std::thread::Builder::new()
-        .name(format!("coldwire-worker-{}", context.index))
+        .name(name)
         .spawn(move || {
             if let Some(cpu) = pin {
                 let _ = system::pin_current_thread(cpu % system::cpu_count());
             }
-            run_worker(driver, context)
+            work(driver)
         })
         .map_err(|source| ServerError::System {
             context: "cannot spawn a worker thread",

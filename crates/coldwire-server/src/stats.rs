@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use coldwire_cache::Store;
+use coldwire_cache::{Store, StoreCounters};
 use coldwire_io::LoopCounters;
 use serde::Serialize;
 
@@ -74,24 +74,6 @@ pub struct Stats {
     store: Option<Arc<Store>>,
 }
 
-/// The proxy cache's counters, read when a report is made (not per loop turn: reading
-/// them locks every shard once).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CacheReport {
-    /// Lookups that found a stored response (fresh or to revalidate).
-    pub found: u64,
-    /// Lookups that found nothing usable.
-    pub missed: u64,
-    /// Responses stored, 304 refreshes included.
-    pub stored: u64,
-    /// Objects evicted to stay within the budget.
-    pub evicted: u64,
-    /// Bytes held now.
-    pub bytes: u64,
-    /// Objects held now.
-    pub objects: u64,
-}
-
 /// The JSON document served by the admin endpoint.
 #[derive(Debug, Serialize)]
 pub struct StatsReport {
@@ -107,9 +89,10 @@ pub struct StatsReport {
     pub total: WorkerSnapshot,
     /// Per worker, in worker order.
     pub per_worker: Vec<WorkerSnapshot>,
-    /// The proxy's cache, when there is one.
+    /// The proxy's cache, when there is one: read when the report is made (not per loop
+    /// turn: reading it locks every shard once).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache: Option<CacheReport>,
+    pub cache: Option<StoreCounters>,
 }
 
 impl Stats {
@@ -157,17 +140,7 @@ impl Stats {
             workers: per_worker.len(),
             total,
             per_worker,
-            cache: self.store.as_ref().map(|store| {
-                let counters = store.counters();
-                CacheReport {
-                    found: counters.found,
-                    missed: counters.missed,
-                    stored: counters.stored,
-                    evicted: counters.evicted,
-                    bytes: counters.bytes,
-                    objects: counters.objects,
-                }
-            }),
+            cache: self.store.as_ref().map(|store| store.counters()),
         }
     }
 }

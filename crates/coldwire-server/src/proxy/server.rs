@@ -9,14 +9,16 @@ use std::thread::JoinHandle;
 
 use coldwire_cache::Store;
 use coldwire_io::{
-    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
-    UringDriver, UringOptions, UringPoller,
+    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, SelectPoller, UringDriver,
+    UringOptions, UringPoller,
 };
 
 use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
-use crate::server::{StopHandle, bind, bind_admin, join_all, start_admin};
+use crate::server::{
+    Spawned, StopHandle, bind, bind_admin, join_all, readiness_driver, spawn_loop, start_admin,
+};
 use crate::stats::Stats;
 use crate::system;
 
@@ -31,8 +33,6 @@ pub struct RunningProxy {
     stats: Arc<Stats>,
     store: Option<Arc<Store>>,
 }
-
-type Spawned = (coldwire_io::Waker, JoinHandle<std::io::Result<()>>);
 
 impl RunningProxy {
     /// Starts the proxy described by `config`.
@@ -159,33 +159,17 @@ fn spawn<P: Poller + Send + 'static>(
     driver_config: &DriverConfig,
     context: ProxyWorkerContext,
 ) -> Result<Spawned, ServerError> {
-    let driver = ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| {
-        ServerError::Backend {
-            backend: P::NAME,
-            source,
-        }
-    })?;
-    spawn_driver(driver, context)
+    spawn_driver(readiness_driver::<P>(driver_config)?, context)
 }
 
-/// Starts a worker thread running `driver`.
+/// Starts a proxy worker thread running `driver`.
 fn spawn_driver<D: Driver + Send + 'static>(
     driver: D,
     context: ProxyWorkerContext,
 ) -> Result<Spawned, ServerError> {
-    let waker = driver.waker();
     let pin = context.config.pin_workers.then_some(context.index);
-    let thread = std::thread::Builder::new()
-        .name(format!("coldwire-proxy-{}", context.index))
-        .spawn(move || {
-            if let Some(cpu) = pin {
-                let _ = system::pin_current_thread(cpu % system::cpu_count());
-            }
-            run_proxy_worker(driver, context)
-        })
-        .map_err(|source| ServerError::System {
-            context: "cannot spawn a worker thread",
-            source,
-        })?;
-    Ok((waker, thread))
+    let name = format!("coldwire-proxy-{}", context.index);
+    spawn_loop(driver, name, pin, move |driver| {
+        run_proxy_worker(driver, context)
+    })
 }
