@@ -491,15 +491,13 @@ impl UringDriver {
     // ----- sending -------------------------------------------------------------------
 
     pub(super) fn start_send(&mut self, slot: usize) {
-        let pooled = self.send_pool.pop();
         let Some(connection) = self.connections.get_mut(slot) else {
             return;
         };
-        let mut state = connection
-            .send
-            .take()
-            .or(pooled)
-            .unwrap_or_else(SendState::new);
+        let mut state = match connection.send.take() {
+            Some(state) => state,
+            None => self.send_pool.pop().unwrap_or_else(SendState::new),
+        };
         let (read, send) = output::prepare(connection, &mut state, slot);
         connection.send = Some(state);
         if let Some(read) = read {
