@@ -80,3 +80,22 @@ pub fn wait_for_termination_signal() -> io::Result<i32> {
     }
     Ok(signal)
 }
+
+/// Starts the thread that waits for SIGINT/SIGTERM (blocked beforehand with
+/// [`block_termination_signals`]), says so on stderr as `PROGRAM: signal N, MESSAGE`, and
+/// calls `stop` once.
+pub fn stop_on_termination_signal(
+    program: &'static str,
+    message: &'static str,
+    stop: impl FnOnce() + Send + 'static,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("coldwire-signals".into())
+        .spawn(move || {
+            if let Ok(signal) = wait_for_termination_signal() {
+                eprintln!("{program}: signal {signal}, {message}");
+                stop();
+            }
+        })
+        .map(drop)
+}

@@ -101,15 +101,12 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
     }
     eprintln!("coldwire proxy: {reverse}, backend {backend}, {workers} worker(s); Ctrl-C stops");
     let stop = proxy.stop_handle();
-    std::thread::Builder::new()
-        .name("coldwire-signals".into())
-        .spawn(move || {
-            if let Ok(signal) = system::wait_for_termination_signal() {
-                eprintln!("coldwire proxy: signal {signal}, finishing in-flight exchanges");
-                stop.stop();
-            }
-        })
-        .context("cannot start the signal thread")?;
+    system::stop_on_termination_signal(
+        "coldwire proxy",
+        "finishing in-flight exchanges",
+        move || stop.stop(),
+    )
+    .context("cannot start the signal thread")?;
     proxy
         .join()
         .context("coldwire proxy stopped with an error")?;

@@ -73,15 +73,12 @@ pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
         "coldwire serve: backend {backend}, {workers} worker(s), open-files limit {limit}; Ctrl-C stops"
     );
     let stop = server.stop_handle();
-    std::thread::Builder::new()
-        .name("coldwire-signals".into())
-        .spawn(move || {
-            if let Ok(signal) = system::wait_for_termination_signal() {
-                eprintln!("coldwire serve: signal {signal}, finishing in-flight responses");
-                stop.stop();
-            }
-        })
-        .context("cannot start the signal thread")?;
+    system::stop_on_termination_signal(
+        "coldwire serve",
+        "finishing in-flight responses",
+        move || stop.stop(),
+    )
+    .context("cannot start the signal thread")?;
     server
         .join()
         .context("coldwire serve stopped with an error")?;
