@@ -12,7 +12,7 @@
 # compares runs made side by side; the machine is shared, so only ratios mean anything.
 #
 # Usage: DURATION=8 ROUNDS=3 bench/bench-vs-wrk.sh
-# Environment: DURATION (s, 8), ROUNDS (3), CONNECTIONS (50), MACHINE (vm),
+# Environment: DURATION (s, 8), ROUNDS (3), CONNECTIONS (50), MACHINE (vm), OUT (directory),
 #   SERVER_CPU (0), CLIENT_CPU (1).
 # Output: results/<date>-<machine>/bench-vs-wrk/{results.csv,summary.md,meta.txt,raw/}
 set -euo pipefail
@@ -27,7 +27,7 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 COLDWIRE="$REPO/target/release/coldwire"
-OUT="$REPO/results/$(date +%F)-$MACHINE/bench-vs-wrk"
+OUT=${OUT:-"$REPO/results/$(date +%F)-$MACHINE/bench-vs-wrk"}
 RAW="$OUT/raw"
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
