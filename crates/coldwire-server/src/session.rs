@@ -92,3 +92,35 @@ impl Session {
         self.phase = phase;
     }
 }
+
+/// Appends a received buffer to a connection's unconsumed input (or makes it the input)
+/// and returns whether the new bytes hold a line end — only then can a request head have
+/// completed, so a trickling client does not make the caller re-parse everything for
+/// every byte.
+///
+/// When the bytes do not fit even after compaction (pipelined requests straddling receive
+/// buffers), the input moves to a larger buffer. That stays bounded: what is left over is
+/// one partial head under the head limit, or body bytes whose forwarding stops reading.
+pub fn append_input<D: Driver>(driver: &mut D, input: &mut Option<Buffer>, buffer: Buffer) -> bool {
+    let Some(input) = input.as_mut() else {
+        let may_complete = buffer.filled().contains(&b'\n');
+        *input = Some(buffer);
+        return may_complete;
+    };
+    let arrived = buffer.filled();
+    if input.remaining_capacity() < arrived.len() {
+        input.compact();
+    }
+    if input.remaining_capacity() < arrived.len() {
+        let mut larger = Buffer::new(input.filled_len() + arrived.len());
+        larger.spare_mut()[..input.filled_len()].copy_from_slice(input.filled());
+        larger.advance_filled(input.filled_len());
+        let previous = std::mem::replace(input, larger);
+        driver.recycle(previous);
+    }
+    input.spare_mut()[..arrived.len()].copy_from_slice(arrived);
+    input.advance_filled(arrived.len());
+    let may_complete = arrived.contains(&b'\n');
+    driver.recycle(buffer);
+    may_complete
+}

@@ -22,7 +22,7 @@ use crate::config::ServeConfig;
 use crate::file_cache::FileCache;
 use crate::origin::{Responder, error_response};
 use crate::output::Output;
-use crate::session::{Phase, Session};
+use crate::session::{Phase, Session, append_input};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
 /// Stop answering more pipelined requests of one batch once this much output is queued;
@@ -243,38 +243,17 @@ impl<D: Driver> Worker<D> {
             self.driver.recv(session.id);
             return Step::Keep;
         }
-        match &mut session.input {
-            None => session.input = Some(buffer),
-            Some(input) => {
-                let arrived = buffer.filled();
-                if input.remaining_capacity() < arrived.len() {
-                    input.compact();
-                }
-                if input.remaining_capacity() < arrived.len() {
-                    // Pipelined requests straddle receive buffers. What is left over is
-                    // one partial head (complete ones were answered before the receive
-                    // was armed), no longer than the head limit, so this larger buffer is
-                    // bounded by the limit plus one receive buffer.
-                    let mut larger = Buffer::new(input.filled_len() + arrived.len());
-                    larger.spare_mut()[..input.filled_len()].copy_from_slice(input.filled());
-                    larger.advance_filled(input.filled_len());
-                    let previous = std::mem::replace(input, larger);
-                    self.driver.recycle(previous);
-                }
-                input.spare_mut()[..arrived.len()].copy_from_slice(arrived);
-                input.advance_filled(arrived.len());
-                // A head can only complete with a new line: a trickling client does not
-                // make us re-parse everything it sent before for every byte.
-                let may_complete = arrived.contains(&b'\n');
-                self.driver.recycle(buffer);
-                if !may_complete && session.phase == Phase::Head {
-                    if input.filled_len() > self.config.limits.max_head_bytes {
-                        return self.reject(session, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
-                    }
-                    self.driver.recv(session.id);
-                    return Step::Keep;
-                }
+        let may_complete = append_input(&mut self.driver, &mut session.input, buffer);
+        if !may_complete && session.phase == Phase::Head {
+            let over_limit = session
+                .input
+                .as_ref()
+                .is_some_and(|input| input.filled_len() > self.config.limits.max_head_bytes);
+            if over_limit {
+                return self.reject(session, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
             }
+            self.driver.recv(session.id);
+            return Step::Keep;
         }
         self.process(session)
     }

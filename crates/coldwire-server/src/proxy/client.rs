@@ -16,7 +16,7 @@ use super::state::{Client, RequestBody};
 use super::worker::{Step, Worker};
 use crate::origin::error_response;
 use crate::output::Output;
-use crate::session::Phase;
+use crate::session::{Phase, append_input};
 
 /// What a parsed request led to.
 pub(super) enum Routed {
@@ -88,29 +88,7 @@ impl<D: Driver> Worker<D> {
     /// Appends received bytes to the client's input; true when they hold a line end (only
     /// then can a head have completed).
     fn append_input(&mut self, client: &mut Client, buffer: Buffer) -> bool {
-        let Some(input) = client.session.input.as_mut() else {
-            let may_complete = buffer.filled().contains(&b'\n');
-            client.session.input = Some(buffer);
-            return may_complete;
-        };
-        let arrived = buffer.filled();
-        if input.remaining_capacity() < arrived.len() {
-            input.compact();
-        }
-        if input.remaining_capacity() < arrived.len() {
-            // Bounded: what is left is one partial head (under the head limit) or request
-            // body bytes not yet forwarded (reading stops while the origin is slow).
-            let mut larger = Buffer::new(input.filled_len() + arrived.len());
-            larger.spare_mut()[..input.filled_len()].copy_from_slice(input.filled());
-            larger.advance_filled(input.filled_len());
-            let previous = std::mem::replace(input, larger);
-            self.driver.recycle(previous);
-        }
-        input.spare_mut()[..arrived.len()].copy_from_slice(arrived);
-        input.advance_filled(arrived.len());
-        let may_complete = arrived.contains(&b'\n');
-        self.driver.recycle(buffer);
-        may_complete
+        append_input(&mut self.driver, &mut client.session.input, buffer)
     }
 
     /// Handles every complete request in the input until one goes forward, then flushes.
