@@ -8,9 +8,11 @@
 //! deadline earlier (a request head starts: 10 s instead of 60 s) re-arms at once.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use coldwire_io::{Buffer, ConnectionId, Driver};
+
+use crate::stats::RequestCounters;
 
 /// What a connection is doing, which decides which deadline applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +84,44 @@ impl Session {
             driver.set_timer(self.id, due);
             self.armed = Some(due);
         }
+    }
+
+    /// Called when the driver's timer fires: true when the phase's deadline has really
+    /// passed; false when the deadline was pushed later since (the timer is re-armed).
+    pub fn deadline_reached<D: Driver>(&mut self, driver: &mut D) -> bool {
+        self.armed = None;
+        if driver.now() < self.due {
+            let due = self.due;
+            self.set_deadline(driver, due);
+            return false;
+        }
+        true
+    }
+
+    /// The current phase's deadline has passed: counts the timeout and says whether the
+    /// connection stays open — only a response still making progress towards a slow
+    /// reader does (it gets another `write_timeout`).
+    pub fn survives_deadline<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        write_timeout: Duration,
+        http: &mut RequestCounters,
+    ) -> bool {
+        match self.phase {
+            Phase::Idle => http.idle_timeouts += 1,
+            Phase::Head => http.header_timeouts += 1,
+            Phase::Writing => {
+                let unsent = driver.unsent_bytes(self.id);
+                if unsent < self.progress_mark {
+                    self.progress_mark = unsent;
+                    self.set_deadline(driver, driver.now() + write_timeout);
+                    return true;
+                }
+                http.write_timeouts += 1;
+            }
+            Phase::Lingering => {}
+        }
+        false
     }
 
     /// Changes phase, keeping the driver's active-connections gauge right.

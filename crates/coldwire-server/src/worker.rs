@@ -433,34 +433,16 @@ impl<D: Driver> Worker<D> {
     }
 
     fn on_timer(&mut self, session: &mut Session) -> Step {
-        session.armed = None;
-        let now = self.driver.now();
-        if now < session.due {
-            let due = session.due;
-            session.set_deadline(&mut self.driver, due);
-            return Step::Keep;
-        }
-        match session.phase {
-            Phase::Idle => {
-                self.http.idle_timeouts += 1;
-                Step::Close
-            }
-            Phase::Head => {
-                self.http.header_timeouts += 1;
-                Step::Close
-            }
-            Phase::Writing => {
-                let unsent = self.driver.unsent_bytes(session.id);
-                if unsent < session.progress_mark {
-                    session.progress_mark = unsent;
-                    session.set_deadline(&mut self.driver, now + self.config.write_timeout);
-                    Step::Keep
-                } else {
-                    self.http.write_timeouts += 1;
-                    Step::Close
-                }
-            }
-            Phase::Lingering => Step::Close,
+        if !session.deadline_reached(&mut self.driver)
+            || session.survives_deadline(
+                &mut self.driver,
+                self.config.write_timeout,
+                &mut self.http,
+            )
+        {
+            Step::Keep
+        } else {
+            Step::Close
         }
     }
 

@@ -278,13 +278,10 @@ impl<D: Driver> Worker<D> {
 
     fn on_client_timer(&mut self, client: &mut Client) -> Step {
         let session = &mut client.session;
-        session.armed = None;
-        let now = self.driver.now();
-        if now < session.due {
-            let due = session.due;
-            session.set_deadline(&mut self.driver, due);
+        if !session.deadline_reached(&mut self.driver) {
             return Step::Keep;
         }
+        let now = self.driver.now();
         if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
             // A spliced tunnel's traffic never passes through here, so its silence cannot
             // be told from activity: it lasts until either side closes.
@@ -297,26 +294,17 @@ impl<D: Driver> Worker<D> {
                 session.set_deadline(&mut self.driver, now + self.config.upstream_timeout);
                 Step::Keep
             }
-            Phase::Idle => {
-                self.http.idle_timeouts += 1;
-                Step::Close
-            }
-            Phase::Head => {
-                self.http.header_timeouts += 1;
-                Step::Close
-            }
-            Phase::Writing => {
-                let unsent = self.driver.unsent_bytes(session.id);
-                if unsent < session.progress_mark {
-                    session.progress_mark = unsent;
-                    session.set_deadline(&mut self.driver, now + self.config.write_timeout);
+            _ => {
+                if session.survives_deadline(
+                    &mut self.driver,
+                    self.config.write_timeout,
+                    &mut self.http,
+                ) {
                     Step::Keep
                 } else {
-                    self.http.write_timeouts += 1;
                     Step::Close
                 }
             }
-            Phase::Lingering => Step::Close,
         }
     }
 
