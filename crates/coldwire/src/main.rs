@@ -4,7 +4,9 @@
 
 mod bench;
 mod cli;
+mod experiment;
 mod proxy;
+mod report;
 mod serve;
 
 use clap::Parser;
@@ -21,6 +23,8 @@ fn main() -> std::process::ExitCode {
         cli::Command::Serve(serve) => serve::run(serve),
         cli::Command::Proxy(proxy) => proxy::run(proxy),
         cli::Command::Bench(bench) => bench::run(bench),
+        cli::Command::Experiment(experiment) => experiment::run(experiment),
+        cli::Command::Report(report) => report::run(report),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

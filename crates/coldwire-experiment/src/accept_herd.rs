@@ -1,0 +1,8 @@
+//! The `accept-herd` experiment (not built yet: see issue 6).
+
+use crate::{ExperimentRecord, RunContext};
+
+/// Runs the experiment.
+pub fn run(_context: &RunContext) -> anyhow::Result<ExperimentRecord> {
+    anyhow::bail!("the accept-herd experiment is not built yet")
+}

@@ -1,0 +1,73 @@
+//! coldwire-experiment: the experiments that reproduce the seeds' figures. Each experiment
+//! reads its scenario file (`experiments/<name>.toml`), runs servers and `coldwire bench`
+//! as child processes pinned to cores (or, for the micro-experiments, measures in process),
+//! and returns an [`ExperimentRecord`]; `coldwire-report` writes and shows it.
+
+pub mod context;
+
+mod accept_herd;
+mod cold_scaling;
+mod connections_latency;
+mod peers;
+mod rate_response;
+mod slot_alloc;
+mod splice;
+
+pub use coldwire_report::ExperimentRecord;
+pub use context::RunContext;
+
+/// One experiment: its name (scenario file stem and results directory) and how to run it.
+pub struct Experiment {
+    /// `cold-scaling`, `rate-response`, …
+    pub name: &'static str,
+    /// One line for `--help` and listings.
+    pub summary: &'static str,
+    /// Runs it and returns what it measured.
+    pub run: fn(&RunContext) -> anyhow::Result<ExperimentRecord>,
+}
+
+/// Every experiment, in the order `coldwire experiment all` runs them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "cold-scaling",
+        summary: "every backend, 0 to ~15,000 cold connections: throughput, CPU, syscalls",
+        run: cold_scaling::run,
+    },
+    Experiment {
+        name: "rate-response",
+        summary: "response time vs offered rate, naive vs 750 cold, 1259 B and 8 KiB",
+        run: rate_response::run,
+    },
+    Experiment {
+        name: "connections-latency",
+        summary: "throughput and CPU vs active connections and vs emulated round-trip time",
+        run: connections_latency::run,
+    },
+    Experiment {
+        name: "splice",
+        summary: "proxy misses 4 KiB to 1 MiB: copy vs splice vs splice+tee",
+        run: splice::run,
+    },
+    Experiment {
+        name: "accept-herd",
+        summary: "wake-ups per accepted connection: blocking accept, shared epoll, EPOLLEXCLUSIVE, SO_REUSEPORT",
+        run: accept_herd::run,
+    },
+    Experiment {
+        name: "slot-alloc",
+        summary: "lowest-free slot allocation: two-level bitmap vs linear scan vs the kernel's",
+        run: slot_alloc::run,
+    },
+    Experiment {
+        name: "peers",
+        summary: "cold-scaling and rate-response against nginx; the proxy against Squid, Varnish, nginx, HAProxy",
+        run: peers::run,
+    },
+];
+
+/// The experiment called `name`, if there is one.
+pub fn find(name: &str) -> Option<&'static Experiment> {
+    EXPERIMENTS
+        .iter()
+        .find(|experiment| experiment.name == name)
+}
