@@ -4,9 +4,20 @@
 //! the self-contained `index.html` of `coldwire report`. It opens no sockets and runs
 //! nothing: everything here is a pure function of records on disk.
 
+pub mod csv;
+pub mod directory;
+pub mod font;
+pub mod html;
 pub mod model;
+pub mod plan;
+pub mod render;
+pub mod summary;
+pub mod ticks;
 
+pub use directory::{read_experiment, write_experiment};
+pub use html::{ReportOutcome, build_report};
 pub use model::{
     Axis, ExperimentRecord, Figure, MachineRecord, Point, RECORD_SCHEMA_VERSION, Scale, Series,
     Table,
 };
+pub use render::{render_png, render_svg};

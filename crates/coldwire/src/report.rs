@@ -1,5 +1,5 @@
-//! `coldwire report`: builds the HTML report from experiment directories
-//! (crate `coldwire-report`).
+//! `coldwire report`: builds the self-contained HTML report from experiment directories
+//! (crate `coldwire-report`). The page's path goes to stdout; warnings to stderr.
 
 use std::path::PathBuf;
 
@@ -8,13 +8,30 @@ use clap::Args;
 /// `coldwire report DIR...`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Experiment directories, or results directories holding several.
-    #[arg(required = true)]
+    /// Experiment directories (holding experiment.json), or results directories holding
+    /// several (e.g. results/2026-11-22-vm).
+    #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
+    /// Where to write the page (default: index.html inside the first DIR). Links to raw
+    /// files are relative to it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Runs `coldwire report`.
 pub fn run(arguments: ReportArgs) -> anyhow::Result<()> {
-    let _ = arguments;
-    anyhow::bail!("coldwire report is not built yet")
+    let out = arguments
+        .out
+        .unwrap_or_else(|| arguments.dirs[0].join("index.html"));
+    let outcome = coldwire_report::build_report(&arguments.dirs, &out)?;
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    eprintln!(
+        "coldwire report: {} experiment(s): {}",
+        outcome.experiments.len(),
+        outcome.experiments.join(", ")
+    );
+    println!("{}", outcome.out.display());
+    Ok(())
 }
