@@ -140,17 +140,29 @@ fn plan_axis(
     }
 }
 
-/// Whole decades around the data, so the ticks fall on powers of ten.
+/// The data between the nearest 1-2-5 steps (…, 50, 100, 200, 500, 1000, …) below the
+/// smallest value and above the largest, so the ends are round and no decade is wasted.
 fn log_range(values: &[f64]) -> Range<f64> {
     let Some((low, high)) = extent(values) else {
         return 1.0..10.0;
     };
-    let start = 10f64.powf(low.log10().floor());
-    let mut end = 10f64.powf(high.log10().ceil());
-    if end <= start {
-        end = start * 10.0;
-    }
-    start..end
+    let step_at_or_below = |value: f64| {
+        let decade = 10f64.powf(value.log10().floor());
+        [5.0, 2.0, 1.0]
+            .into_iter()
+            .map(|m| m * decade)
+            .find(|step| *step <= value * (1.0 + 1e-9))
+            .unwrap_or(decade)
+    };
+    let step_above = |value: f64| {
+        let decade = 10f64.powf(value.log10().floor());
+        [1.0, 2.0, 5.0, 10.0]
+            .into_iter()
+            .map(|m| m * decade)
+            .find(|step| *step > value * 1.05)
+            .unwrap_or(decade * 20.0)
+    };
+    step_at_or_below(low / 1.05)..step_above(high)
 }
 
 /// The data with a little room on both sides; from zero when asked and the data are
@@ -267,7 +279,7 @@ mod tests {
             &[(1.0, 5.0), (15_000.0, 3.0)],
         ));
         assert_eq!(plan.x.scale, Scale::Log);
-        assert_eq!(plan.x.range, 1.0..100_000.0);
+        assert_eq!(plan.x.range, 0.5..20_000.0);
         assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
     }
 

@@ -154,7 +154,8 @@ where
         .y_label_formatter(&tick)
         .label_style((FONT_FAMILY, 14))
         .axis_desc_style((FONT_FAMILY, 16))
-        .light_line_style(RGBColor(235, 235, 235))
+        .max_light_lines(4)
+        .light_line_style(RGBColor(238, 238, 238))
         .bold_line_style(RGBColor(210, 210, 210))
         .draw()
         .map_err(plot_error)?;
