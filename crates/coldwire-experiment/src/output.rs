@@ -1,24 +1,19 @@
 //! Writing an experiment's directory. One function, so that the whole output format is
-//! decided in one place: for now `experiment.json` (the record, pretty-printed);
-//! `coldwire_report::write_experiment` replaces the body once the renderer exists (it also
-//! writes `series.csv`, `summary.md` and every figure as SVG and PNG).
+//! decided in one place: `coldwire_report::write_experiment` writes `experiment.json`,
+//! `series.csv`, `summary.md` and every figure as SVG and PNG; its warnings (e.g. a log
+//! axis that had to fall back to linear) are printed on stderr.
 
 use std::path::Path;
 
-use anyhow::Context;
 use coldwire_report::ExperimentRecord;
 
 /// The record's file name inside an experiment directory.
-pub const RECORD_FILE: &str = "experiment.json";
+pub use coldwire_report::directory::RECORD_FILE;
 
 /// Writes `record` into the experiment directory `dir` (which exists).
 pub fn write(dir: &Path, record: &ExperimentRecord) -> anyhow::Result<()> {
-    let path = dir.join(RECORD_FILE);
-    let text = serde_json::to_string_pretty(record).context("cannot serialize the record")?;
-    std::fs::write(&path, text + "\n").with_context(|| {
-        format!(
-            "cannot write {} — is the directory writable?",
-            path.display()
-        )
-    })
+    for warning in coldwire_report::write_experiment(dir, record)? {
+        eprintln!("warning: {}: {warning}", record.experiment);
+    }
+    Ok(())
 }
