@@ -23,6 +23,10 @@ const MAX_WORKERS: usize = 512;
 const MAX_CONNECTIONS: u64 = 1_000_000;
 /// Most client threads.
 const MAX_CLIENT_THREADS: usize = 64;
+/// Most repetitions.
+const MAX_REPETITIONS: usize = 50;
+/// Connections of the discarded warm-up point.
+const WARM_UP_CONNECTIONS: u64 = 500;
 
 /// The scenario's keys (`experiments/accept-herd.toml`).
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -35,6 +39,8 @@ struct Parameters {
     /// Client threads; each keeps one connection in flight (connects, then waits for the
     /// server's close).
     client_threads: usize,
+    /// Repetitions of every point (modes and N interleaved); medians are plotted.
+    repetitions: usize,
 }
 
 impl Parameters {
@@ -44,7 +50,7 @@ impl Parameters {
                 anyhow::anyhow!(
                     "the scenario experiments/{NAME}.toml does not fit the {NAME} experiment: \
                      {error} (keys: workers = [1, 2, 4, ...], connections_per_point = 2000, \
-                     client_threads = 1)"
+                     client_threads = 1, repetitions = 3)"
                 )
             })?;
         parameters.workers.sort_unstable();
@@ -70,6 +76,11 @@ impl Parameters {
             "{NAME}: `client_threads` is {}; it must be 1 to {MAX_CLIENT_THREADS}",
             parameters.client_threads
         );
+        ensure!(
+            (1..=MAX_REPETITIONS).contains(&parameters.repetitions),
+            "{NAME}: `repetitions` is {}; it must be 1 to {MAX_REPETITIONS}",
+            parameters.repetitions
+        );
         Ok(parameters)
     }
 }
@@ -77,17 +88,29 @@ impl Parameters {
 /// Runs the experiment.
 pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     let parameters = Parameters::from_scenario(&context.scenario)?;
+    // A discarded warm-up point, so the first measured one does not pay for first-use
+    // costs (thread stacks, page faults, socket caches).
+    workers::measure(
+        Mode::BlockingAccept,
+        1,
+        parameters.connections_per_point.min(WARM_UP_CONNECTIONS),
+        1,
+    )
+    .context("accept-herd: the warm-up point failed")?;
     let mut points: Vec<PointResult> = Vec::new();
-    for &workers in &parameters.workers {
-        for mode in Mode::ALL {
-            let point = workers::measure(
-                mode,
-                workers,
-                parameters.connections_per_point,
-                parameters.client_threads,
-            )
-            .with_context(|| format!("{NAME}: {} with {workers} workers", mode.label()))?;
-            points.push(point);
+    for repetition in 0..parameters.repetitions {
+        for &workers in &parameters.workers {
+            for mode in Mode::ALL {
+                let mut point = workers::measure(
+                    mode,
+                    workers,
+                    parameters.connections_per_point,
+                    parameters.client_threads,
+                )
+                .with_context(|| format!("{NAME}: {} with {workers} workers", mode.label()))?;
+                point.repetition = repetition;
+                points.push(point);
+            }
         }
     }
     let raw_dir = context.dir.join("raw");

@@ -59,7 +59,8 @@ fn quick_run_measures_every_mode_at_every_n() {
 
     let raw = raw_files(&record, dir.path());
     let points = raw[0]["points"].as_array().expect("points");
-    assert_eq!(points.len(), MODES * workers.len());
+    let repetitions = quick["repetitions"].as_u64().expect("a count") as usize;
+    assert_eq!(points.len(), MODES * workers.len() * repetitions);
     let connections = quick["connections_per_point"].as_u64().expect("a count");
     for point in points {
         let per_worker = point["per_worker"].as_array().expect("per_worker");
@@ -87,8 +88,9 @@ fn error_of(scenario: serde_json::Value) -> String {
 
 #[test]
 fn bad_parameters_are_refused_with_the_key_named() {
-    let good =
-        serde_json::json!({ "workers": [1], "connections_per_point": 1, "client_threads": 1 });
+    let good = serde_json::json!({
+        "workers": [1], "connections_per_point": 1, "client_threads": 1, "repetitions": 1
+    });
     let with = |key: &str, value: serde_json::Value| {
         let mut scenario = good.clone();
         scenario[key] = value;
@@ -101,6 +103,7 @@ fn bad_parameters_are_refused_with_the_key_named() {
             .contains("connections_per_point")
     );
     assert!(error_of(with("client_threads", serde_json::json!(0))).contains("client_threads"));
+    assert!(error_of(with("repetitions", serde_json::json!(0))).contains("repetitions"));
     assert!(error_of(with("workers", serde_json::json!("four"))).contains("accept-herd"));
     assert!(error_of(with("wokers", serde_json::json!([1]))).contains("wokers"));
 }

@@ -64,6 +64,51 @@ impl Metrics {
     }
 }
 
+/// Median of `values` (upper median for an even count); 0 when empty.
+fn median<T: Copy + PartialOrd>(mut values: Vec<T>, zero: T) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values.get(values.len() / 2).copied().unwrap_or(zero)
+}
+
+/// One [`Metrics`] per (mode, N), each field the median over that point's repetitions, in
+/// the order the points were first measured.
+fn median_metrics(points: &[PointResult]) -> Vec<Metrics> {
+    let mut keys: Vec<(Mode, usize)> = Vec::new();
+    for point in points {
+        if !keys.contains(&(point.mode, point.workers)) {
+            keys.push((point.mode, point.workers));
+        }
+    }
+    keys.sort_by_key(|&(mode, workers)| {
+        (
+            workers,
+            Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0),
+        )
+    });
+    keys.into_iter()
+        .map(|(mode, workers)| {
+            let runs: Vec<Metrics> = points
+                .iter()
+                .filter(|p| p.mode == mode && p.workers == workers)
+                .map(Metrics::of)
+                .collect();
+            let f = |field: fn(&Metrics) -> f64| median(runs.iter().map(field).collect(), 0.0);
+            let n = |field: fn(&Metrics) -> u64| median(runs.iter().map(field).collect(), 0);
+            Metrics {
+                mode,
+                workers,
+                returns_per_connection: f(|m| m.returns_per_connection),
+                wasted_per_connection: f(|m| m.wasted_per_connection),
+                sleeps_per_connection: f(|m| m.sleeps_per_connection),
+                jain_index: f(|m| m.jain_index),
+                min_accepted: n(|m| m.min_accepted),
+                max_accepted: n(|m| m.max_accepted),
+                connections_per_second: f(|m| m.connections_per_second),
+            }
+        })
+        .collect()
+}
+
 /// Jain's fairness index of the shares: 1 when equal, 1/n when one takes everything.
 fn jain_index(shares: &[f64]) -> f64 {
     let sum: f64 = shares.iter().sum();
@@ -185,7 +230,8 @@ fn figures(metrics: &[Metrics]) -> Vec<Figure> {
 
 fn table(metrics: &[Metrics]) -> Table {
     Table {
-        title: "Per mode and N: wake-ups, spread and rate".to_owned(),
+        title: "Per mode and N: wake-ups, spread and rate (medians over the repetitions)"
+            .to_owned(),
         columns: [
             "mode",
             "N",
@@ -270,6 +316,28 @@ fn findings(metrics: &[Metrics]) -> Vec<String> {
             exclusive.connections_per_second / shared.connections_per_second.max(1e-9),
         ));
     }
+    let largest = metrics.iter().map(|m| m.workers).max().unwrap_or(0);
+    let at_largest = metrics
+        .iter()
+        .filter(|m| m.workers == largest && largest > 1);
+    let most_even = at_largest
+        .clone()
+        .max_by(|a, b| a.jain_index.total_cmp(&b.jain_index));
+    let least_even = at_largest.min_by(|a, b| a.jain_index.total_cmp(&b.jain_index));
+    if let (Some(most), Some(least)) = (most_even, least_even) {
+        findings.push(format!(
+            "Spread at N={largest}: {} shared connections most evenly (Jain {:.3}, {}..{} \
+             per worker); {} least (Jain {:.3}: its busiest worker took {} and the idlest {}).",
+            most.mode.label(),
+            most.jain_index,
+            most.min_accepted,
+            most.max_accepted,
+            least.mode.label(),
+            least.jain_index,
+            least.max_accepted,
+            least.min_accepted,
+        ));
+    }
     findings
 }
 
@@ -338,7 +406,7 @@ pub(super) fn record(
     points: &[PointResult],
     raw_files: Vec<String>,
 ) -> ExperimentRecord {
-    let metrics: Vec<Metrics> = points.iter().map(Metrics::of).collect();
+    let metrics = median_metrics(points);
     let mut warnings = Vec::new();
     let timeouts: u64 = points
         .iter()

@@ -51,7 +51,7 @@ impl Growth {
     fn shape(&self) -> &'static str {
         let slope = self.slope();
         if slope < FLAT_SLOPE {
-            "flat: independent of K"
+            "nearly flat: far slower growth than K"
         } else if slope > LINEAR_SLOPE {
             "close to linear in K"
         } else {
