@@ -11,7 +11,6 @@ mod kernel;
 mod summary;
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use anyhow::{Context, bail, ensure};
 use coldwire_io::slot_table::LowestFreeBitmap;
@@ -125,19 +124,20 @@ impl Measurement {
     }
 }
 
-/// Mean ns of one release-random + allocate-lowest pair with `open` slots in use.
+/// Mean CPU ns of one release-random + allocate-lowest pair with `open` slots in use.
 fn time_user<A: LowestFree>(open: usize, operations: u64, seed: u64) -> anyhow::Result<f64> {
     let mut allocator = A::with_used(open);
     let mut random = XorShift::new(seed);
     let mut wrong = 0u64;
-    let started = Instant::now();
+    let started = kernel::thread_cpu_nanoseconds();
     for _ in 0..operations {
         let victim = random.below(open);
         allocator.release(victim);
         let got = black_box(allocator.allocate());
         wrong += u64::from(got != victim);
     }
-    let nanoseconds = started.elapsed().as_nanos() as f64 / operations as f64;
+    let nanoseconds =
+        kernel::thread_cpu_nanoseconds().saturating_sub(started) as f64 / operations as f64;
     ensure!(
         wrong == 0,
         "{NAME}: an allocator returned a slot other than the lowest free one {wrong} times"

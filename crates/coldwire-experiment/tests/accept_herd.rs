@@ -28,6 +28,7 @@ fn quick_run_measures_every_mode_at_every_n() {
         "sleeps-per-connection",
         "returns-per-connection",
         "accept-spread",
+        "cpu-per-connection",
         "throughput",
     ] {
         assert_series(figure(&record, id), MODES, &workers);

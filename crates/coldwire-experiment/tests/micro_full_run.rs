@@ -72,6 +72,16 @@ fn machine() -> MachineRecord {
     }
 }
 
+/// The 1-minute load average, as /proc/loadavg prints it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
 fn summary(record: &ExperimentRecord) -> String {
     let mut text = format!("# {}\n\n{}\n\n", record.title, record.description);
     let _ = writeln!(text, "Command: `{}`\n", record.command.join(" "));
@@ -134,9 +144,16 @@ fn run_and_write(name: &str) {
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |since| since.as_secs_f64());
+    let load_before = load_average();
     let clock = Instant::now();
     let experiment = coldwire_experiment::find(name).expect("registered");
     let mut record = (experiment.run)(&run_context).expect("the experiment runs");
+    record.warnings.push(format!(
+        "the machine was shared: 1-minute load average {load_before} before the run and {} \
+         after, on {} CPUs",
+        load_average(),
+        record.machine.cpus
+    ));
     record.started_unix_seconds = started;
     record.duration_seconds = clock.elapsed().as_secs_f64();
     let json = serde_json::to_string_pretty(&record).expect("the record serializes");

@@ -103,6 +103,9 @@ pub struct PointResult {
     pub connections: u64,
     /// Seconds from the first connect to the last connection's close.
     pub elapsed_seconds: f64,
+    /// CPU seconds (user + system) the whole process used from the first connect until
+    /// every worker had stopped: workers and clients together.
+    pub cpu_seconds: f64,
     /// One entry per worker.
     pub per_worker: Vec<WorkerCounts>,
 }
@@ -146,6 +149,7 @@ pub fn measure(
             })
             .collect();
         barrier.wait();
+        let cpu_before = process_cpu_seconds()?;
         let started = Instant::now();
         let clients = run_clients(address, connections, client_threads);
         let elapsed_seconds = started.elapsed().as_secs_f64();
@@ -167,6 +171,7 @@ pub fn measure(
                 .map_err(|_| anyhow::anyhow!("an accept-herd worker thread panicked"))??;
             per_worker.push(counts);
         }
+        let cpu_seconds = process_cpu_seconds()? - cpu_before;
         clients?;
         let accepted: u64 = per_worker.iter().map(|counts| counts.accepted).sum();
         if accepted != connections {
@@ -180,6 +185,7 @@ pub fn measure(
             repetition: 0,
             connections,
             elapsed_seconds,
+            cpu_seconds,
             per_worker,
         })
     })
@@ -363,15 +369,27 @@ fn signal_eventfd(fd: RawFd) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The calling thread's voluntary context switches so far.
-fn voluntary_switches() -> anyhow::Result<u64> {
+fn rusage(who: libc::c_int) -> anyhow::Result<libc::rusage> {
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a live rusage the kernel fills for the calling thread.
-    let result = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    // SAFETY: `usage` is a live rusage the kernel fills.
+    let result = unsafe { libc::getrusage(who, &mut usage) };
     if result < 0 {
-        return Err(std::io::Error::last_os_error()).context("getrusage(RUSAGE_THREAD) failed");
+        return Err(std::io::Error::last_os_error()).context("getrusage failed");
     }
+    Ok(usage)
+}
+
+/// User plus system CPU seconds of the whole process so far.
+fn process_cpu_seconds() -> anyhow::Result<f64> {
+    let usage = rusage(libc::RUSAGE_SELF)?;
+    let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 * 1e-6;
+    Ok(seconds(usage.ru_utime) + seconds(usage.ru_stime))
+}
+
+/// The calling thread's voluntary context switches so far.
+fn voluntary_switches() -> anyhow::Result<u64> {
+    let usage = rusage(libc::RUSAGE_THREAD)?;
     Ok(u64::try_from(usage.ru_nvcsw).unwrap_or(0))
 }
 

@@ -106,7 +106,7 @@ fn figure(measurements: &[Measurement]) -> Figure {
             scale: Scale::Log,
         },
         y: Axis {
-            label: "time per free-random + allocate-lowest pair (median)".to_owned(),
+            label: "CPU time per free-random + allocate-lowest pair (median)".to_owned(),
             unit: "ns".to_owned(),
             scale: y_scale,
         },
@@ -250,7 +250,8 @@ pub(super) fn record(
         reproduces: REPRODUCES.map(str::to_owned).to_vec(),
         description: "With K slots in use (0..K), each allocator repeatedly frees a uniformly \
             random slot and allocates the lowest free one (which is that slot), timed over a \
-            fixed number of pairs and divided: a linear scan of one flag per slot (ufalloc as \
+            fixed number of pairs with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID, so \
+            time spent descheduled on the shared machine does not count) and divided: a linear scan of one flag per slot (ufalloc as \
             the seed found it), a single bitmap scanned a 64-bit word at a time (Linux 2.2), \
             coldwire-io's two-level bitmap (LowestFreeBitmap, the seed's design), and the \
             kernel's descriptor table (close() of a random descriptor of ours, then dup(), \
