@@ -1,0 +1,148 @@
+//! `coldwire report` end to end, as a user runs it: on a results directory (the committed
+//! fixture, copied to a temporary directory), the page lands at the documented default
+//! place with both experiments' sections and every plot embedded, its path goes to
+//! stdout and renderer warnings to stderr; `--out` moves it; a directory without
+//! experiments fails with a hint. When Chromium is installed, the page is also opened
+//! in it by `scripts/check-report-in-browser.sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const COLDWIRE: &str = env!("CARGO_BIN_EXE_coldwire");
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/2026-01-01-fixture")
+}
+
+/// Copies the fixture's experiment directories into `into`.
+fn copy_fixture(into: &Path) {
+    for entry in std::fs::read_dir(fixture()).expect("fixture present") {
+        let entry = entry.expect("fixture entry");
+        let target = into.join(entry.file_name());
+        std::fs::create_dir_all(&target).expect("mkdir");
+        std::fs::copy(
+            entry.path().join("experiment.json"),
+            target.join("experiment.json"),
+        )
+        .expect("copy record");
+    }
+}
+
+fn run(arguments: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(COLDWIRE)
+        .arg("report")
+        .args(arguments)
+        .output()
+        .expect("coldwire runs")
+}
+
+#[test]
+fn report_on_a_results_directory_writes_index_html_inside_it() {
+    let results = tempfile::tempdir().expect("tempdir");
+    copy_fixture(results.path());
+    let output = run(&[results.path().as_os_str()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "failed: {stderr}");
+    let printed = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let expected = results.path().join("index.html");
+    assert_eq!(Path::new(&printed), expected, "stdout names the page");
+
+    let html = std::fs::read_to_string(&expected).expect("page written");
+    for title in [
+        "Cold connections: throughput by event mechanism",
+        "Proxy misses: copy vs splice vs splice+tee",
+    ] {
+        assert!(
+            html.contains(&format!("<h2>{title}</h2>")),
+            "no section {title}"
+        );
+    }
+    let figures = 3;
+    assert_eq!(
+        html.matches("<img src=\"data:image/svg+xml;base64,")
+            .count(),
+        figures
+    );
+    assert_eq!(
+        html.matches("<img").count(),
+        figures,
+        "every image embedded"
+    );
+    for seed in ["seed 000, Fig. 1", "seed 002, Fig. 4", "seed 002, Fig. 7"] {
+        assert!(
+            html.contains(&format!("Reproduces {seed}.")),
+            "{seed} not named"
+        );
+    }
+    // The fixture's syscalls figure asks for a log axis holding 0.
+    assert!(stderr.contains("warning: figure `syscalls`"), "{stderr}");
+    assert!(
+        html.contains("drawn linear instead"),
+        "warning not on the page"
+    );
+
+    check_in_browser(&expected);
+}
+
+#[test]
+fn out_puts_the_page_elsewhere_with_links_back() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let results = root.path().join("results");
+    copy_fixture(&results);
+    let out = root.path().join("site").join("report.html");
+    let output = run(&[
+        results.join("splice").as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let html = std::fs::read_to_string(&out).expect("page at --out");
+    assert!(html.contains("href=\"../results/splice/series.csv\""));
+    assert!(
+        !html.contains("Cold connections"),
+        "only the experiment asked for"
+    );
+}
+
+#[test]
+fn a_directory_without_experiments_fails_with_a_hint() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let output = run(&[empty.path().as_os_str()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("holds no experiment.json"), "{stderr}");
+    assert!(stderr.contains("pass an experiment directory"), "{stderr}");
+}
+
+/// Opens the page in headless Chromium when it is installed (CI runs the script itself).
+fn check_in_browser(page: &Path) {
+    let installed = ["chromium", "chromium-browser"].iter().any(|name| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    });
+    if !installed {
+        eprintln!(
+            "skipped: browser check (chromium not installed; scripts/check-report-in-browser.sh installs it)"
+        );
+        return;
+    }
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-report-in-browser.sh");
+    let output = Command::new("bash")
+        .arg(script)
+        .arg(page)
+        .output()
+        .expect("script runs");
+    assert!(
+        output.status.success(),
+        "browser check failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
