@@ -20,8 +20,7 @@ h1{font-size:1.8rem}h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-
 nav ol{padding-left:1.4rem}.meta{color:#555}.quick{background:#fff4d6;padding:.1rem .4rem;border-radius:.3rem}\
 figure{margin:1.5rem 0}figure img{max-width:100%;height:auto;border:1px solid #ddd}\
 figcaption{font-size:.95rem;color:#333}.seed{font-weight:600}\
-table{border-collapse:collapse;margin:.6rem 0}caption{text-align:left;font-weight:600;padding:.3rem 0}\
-th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}th{background:#f3f3f3}\
+table{border-collapse:collapse;margin:.6rem 0}th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}th{background:#f3f3f3}\
 pre{background:#f6f6f6;padding:.6rem;overflow-x:auto}code{font-family:ui-monospace,monospace}\
 .warnings li{color:#8a4b00}";
 
@@ -209,11 +208,11 @@ fn bullet_list(html: &mut String, heading: &str, items: &[String], list_attribut
     html.push_str("</ul>\n");
 }
 
-fn write_table(html: &mut String, table: &Table, with_caption: bool) {
-    html.push_str("<table>\n");
-    if with_caption {
-        let _ = writeln!(html, "<caption>{}</caption>", esc(&table.title));
+fn write_table(html: &mut String, table: &Table, with_heading: bool) {
+    if with_heading {
+        let _ = writeln!(html, "<h3>{}</h3>", esc(&table.title));
     }
+    html.push_str("<table>\n");
     html.push_str("<thead><tr>");
     for column in &table.columns {
         let _ = write!(html, "<th>{}</th>", esc(column));
