@@ -74,6 +74,11 @@ pub struct LoadConfig {
     pub poll: bool,
     /// Seed of the arrival and target choices.
     pub seed: u64,
+    /// Emulated round-trip time: after each response a hot connection rests this long
+    /// before it carries the next request, as a client one round trip away could not send
+    /// it sooner (Kim & Rixner's latency experiment). Latencies exclude the rest; zero is off.
+    #[serde(serialize_with = "serialize_seconds")]
+    pub rtt: Duration,
 }
 
 fn serialize_targets<S: serde::Serializer>(
@@ -102,7 +107,7 @@ pub fn serialize_seconds<S: serde::Serializer>(
 impl LoadConfig {
     /// Defaults for `targets`: 50 connections, keep-alive without limit, constant arrivals,
     /// 5 s timeout, no cold connections (idle when asked for, 2,000/s, trickling every 5 s),
-    /// 5 ms lateness limit.
+    /// 5 ms lateness limit, no emulated round-trip time.
     pub fn new(targets: Vec<Target>) -> LoadConfig {
         LoadConfig {
             targets,
@@ -119,6 +124,7 @@ impl LoadConfig {
             late_limit: Duration::from_millis(5),
             poll: true,
             seed: 1,
+            rtt: Duration::ZERO,
         }
     }
 

@@ -11,8 +11,9 @@
 //! skipped and counted as missed: nothing is ever sent in a catch-up burst.
 //!
 //! Invariants: `in_flight` counts hot connections with a request outstanding; every open
-//! hot connection is in exactly one state — connecting or busy (a request outstanding), or
-//! idle (listed in its endpoint's idle stack; stale entries are skipped when popped);
+//! hot connection is in exactly one state — connecting or busy (a request outstanding),
+//! resting (the emulated round-trip time after a response, `--rtt`), or idle (listed in its
+//! endpoint's idle stack; stale entries are skipped when popped);
 //! every timer is lazy (re-armed on expiry when its deadline moved).
 
 use std::collections::VecDeque;
@@ -64,6 +65,9 @@ pub(crate) struct Hot {
     pub(crate) reader: ResponseReader,
     pub(crate) timer_armed: bool,
     pub(crate) idle: bool,
+    /// Resting for the emulated round-trip time (`LoadConfig::rtt`) after a response: not
+    /// idle yet, its timer set to the end of the rest.
+    pub(crate) resting: bool,
 }
 
 /// A cold connection.

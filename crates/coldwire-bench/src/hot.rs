@@ -79,6 +79,7 @@ impl<D: Driver> Engine<D> {
                     reader: ResponseReader::new(),
                     timer_armed: false,
                     idle: false,
+                    resting: false,
                 }));
                 self.send_request(id, pending);
             }
@@ -225,13 +226,28 @@ impl<D: Driver> Engine<D> {
                         raw.as_nanos() as u64,
                     );
                 }
-                if reusable {
+                if reusable && !self.config.rtt.is_zero() {
+                    self.rest(id);
+                } else if reusable {
                     self.reuse(id);
                 } else {
                     self.close_hot(id);
                 }
             }
         }
+    }
+
+    /// Emulated round-trip time: the connection carries nothing until its timer (re-armed
+    /// to the end of the rest) fires; a receive stays armed so a close by the server is seen.
+    fn rest(&mut self, id: ConnectionId) {
+        let until = self.now + self.config.rtt;
+        let Some(hot) = self.hot_mut(id) else {
+            return;
+        };
+        hot.resting = true;
+        hot.timer_armed = true;
+        self.driver.set_timer(id, until);
+        self.driver.recv(id);
     }
 
     /// A connection free for another request: the oldest waiting one, or idle.
@@ -275,6 +291,11 @@ impl<D: Driver> Engine<D> {
             return;
         };
         hot.timer_armed = false;
+        if hot.resting {
+            hot.resting = false;
+            self.reuse(id);
+            return;
+        }
         let deadline = match (hot.connected, hot.request) {
             (false, _) => Some((hot.opened_at + timeout, ErrorKind::Connect)),
             (true, Some(request)) => Some((request.sent + timeout, ErrorKind::Timeout)),

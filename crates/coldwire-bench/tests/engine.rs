@@ -299,3 +299,47 @@ fn per_second_intervals_add_up_to_the_window() {
             .all(|interval| interval.succeeded == interval.completed)
     );
 }
+
+fn run_closed_loop(load: LoadConfig, seconds: f64) -> RunReport {
+    let driver = ReadinessDriver::<EpollPoller>::new(DriverConfig::default()).unwrap();
+    let mut engine = Engine::new(driver, load, Arc::new(AtomicBool::new(false))).unwrap();
+    let plan = BenchPlan {
+        name: "test".into(),
+        phases: vec![PhasePlan {
+            label: "max".into(),
+            rate: Rate::Max,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs_f64(seconds),
+        }],
+        saturate: None,
+        watch: ServerWatch::default(),
+    };
+    run_benchmark(&mut engine, &plan, &mut NoObserver).unwrap()
+}
+
+#[test]
+fn an_emulated_round_trip_bounds_each_connection_to_one_request_per_rtt() {
+    // Closed loop on 2 connections to an instant server for 1 s: with a 100 ms rest after
+    // each response, each connection carries at most 1 + 1 s / 100 ms requests.
+    let address = start_server(Behaviour::Slow(Duration::ZERO));
+    let mut config = load(address);
+    config.connections = 2;
+    config.rtt = Duration::from_millis(100);
+    let rested = run_closed_loop(config, 1.0);
+    let phase = &rested.phases[0];
+    assert_eq!(phase.errors_total, 0, "{:?}", phase.errors);
+    assert!(phase.completed_in_window >= 1, "requests still flow");
+    assert!(
+        phase.completed_in_window <= 2 * 11,
+        "{} responses: more than one per connection per round trip",
+        phase.completed_in_window
+    );
+    let mut config = load(address);
+    config.connections = 2;
+    let unrested = run_closed_loop(config, 1.0);
+    assert!(
+        unrested.phases[0].completed_in_window > 2 * 11,
+        "without the rest the same connections carry many more ({})",
+        unrested.phases[0].completed_in_window
+    );
+}

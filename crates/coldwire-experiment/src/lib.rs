@@ -2,8 +2,21 @@
 //! reads its scenario file (`experiments/<name>.toml`), runs servers and `coldwire bench`
 //! as child processes pinned to cores (or, for the micro-experiments, measures in process),
 //! and returns an [`ExperimentRecord`]; `coldwire-report` writes and shows it.
+//!
+//! Shared pieces: [`scenario`] (TOML files with `[quick]` overrides), [`machine`],
+//! [`process`] (pinned servers and `coldwire bench` runs), [`bench_result`] (its JSON),
+//! [`serve`] (`coldwire serve` as the server under test), [`figures`], [`output`] and
+//! [`runner`] (`coldwire experiment`).
 
+pub mod bench_result;
 pub mod context;
+pub mod figures;
+pub mod machine;
+pub mod output;
+pub mod process;
+pub mod runner;
+pub mod scenario;
+pub mod serve;
 
 mod accept_herd;
 mod cold_scaling;
@@ -15,6 +28,9 @@ mod splice;
 
 pub use coldwire_report::ExperimentRecord;
 pub use context::RunContext;
+
+/// Where `coldwire experiment` looks for scenario files by default.
+pub const DEFAULT_SCENARIOS: &str = "experiments";
 
 /// One experiment: its name (scenario file stem and results directory) and how to run it.
 pub struct Experiment {

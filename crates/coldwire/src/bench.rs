@@ -67,6 +67,10 @@ pub struct BenchArgs {
     /// Cold connections opened per second.
     #[arg(long, default_value_t = 2000.0, value_name = "PER_SECOND")]
     pub cold_rate: f64,
+    /// Emulated round-trip time in milliseconds: after each response a hot connection rests
+    /// this long before carrying the next request (a client far away); latencies exclude it.
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub rtt: f64,
     /// Seconds between two trickled bytes.
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
     pub trickle_interval: f64,
@@ -226,10 +230,16 @@ fn run_with<P: Poller>(
 }
 
 fn generator_config(load: &LoadConfig) -> DriverConfig {
-    DriverConfig {
+    let mut config = DriverConfig {
         max_connections: load.connections + load.cold + 64,
         ..DriverConfig::default()
+    };
+    if !load.rtt.is_zero() {
+        // The rests are timers: a 1 ms tick keeps them within a millisecond (8,192 slots
+        // still cover the default 5 s timeout in one rotation).
+        config.timer_tick = Duration::from_millis(1);
     }
+    config
 }
 
 fn run_driver<D: Driver>(
@@ -347,6 +357,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.late_limit = seconds(arguments.late_limit / 1000.0, "--late-limit")?;
     load.seed = arguments.seed;
     load.poll = !arguments.no_poll;
+    load.rtt = seconds(arguments.rtt / 1000.0, "--rtt")?;
     check_descriptors(load.connections + load.cold)?;
     let warmup = seconds(arguments.warmup, "--warmup")?;
     let duration = seconds(arguments.duration, "--duration")?;

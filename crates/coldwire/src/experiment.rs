@@ -1,27 +1,71 @@
 //! `coldwire experiment`: runs named experiments (crate `coldwire-experiment`) and writes
-//! each one's directory with `coldwire-report`.
+//! each one's directory; the flags only fill a `RunnerOptions`.
 
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
 use clap::Args;
+use coldwire_experiment::runner::{self, RunnerOptions};
 
 /// `coldwire experiment NAME...`.
 #[derive(Debug, Args)]
 pub struct ExperimentArgs {
-    /// Experiments to run (`all` for every one).
-    #[arg(required = true)]
+    /// Experiments to run (`all` for every one): cold-scaling, rate-response,
+    /// connections-latency, splice, accept-herd, slot-alloc, peers.
+    #[arg(required = true, value_name = "NAME")]
     pub names: Vec<String>,
     /// Scaled-down versions (the whole set in under two minutes): proves the pipeline.
     #[arg(long)]
     pub quick: bool,
+    /// Machine label for the results directory (default: the short host name).
+    #[arg(long, value_name = "LABEL")]
+    pub machine: Option<String>,
+    /// Results directory (default: results/<YYYY-MM-DD>-<label>); one subdirectory per
+    /// experiment.
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Directory of the scenario files (<name>.toml).
+    #[arg(long, value_name = "DIR", default_value = coldwire_experiment::DEFAULT_SCENARIOS)]
+    pub scenarios: PathBuf,
+    /// The coldwire executable servers and generators are started from (default: this one).
+    #[arg(long, value_name = "PATH")]
+    pub coldwire: Option<PathBuf>,
 }
 
 /// Runs `coldwire experiment`.
 pub fn run(arguments: ExperimentArgs) -> anyhow::Result<()> {
-    for name in &arguments.names {
-        let Some(experiment) = coldwire_experiment::find(name) else {
-            anyhow::bail!("no experiment called {name:?}");
-        };
-        let _ = (experiment, arguments.quick);
-        anyhow::bail!("coldwire experiment is not built yet");
+    let coldwire = match arguments.coldwire {
+        Some(path) => path,
+        None => std::env::current_exe()
+            .context("cannot find the coldwire executable: give --coldwire PATH")?,
+    };
+    let options = RunnerOptions {
+        names: arguments.names,
+        quick: arguments.quick,
+        machine_label: arguments.machine,
+        results: arguments.results,
+        scenarios: arguments.scenarios,
+        coldwire,
+    };
+    let outcomes = runner::run(&options)?;
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter(|outcome| outcome.result.is_err())
+        .map(|outcome| outcome.name)
+        .collect();
+    for outcome in &outcomes {
+        match &outcome.result {
+            Ok(()) => println!("{}: {}", outcome.name, outcome.dir.display()),
+            Err(_) => println!("{}: FAILED (see above)", outcome.name),
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} experiments failed: {}",
+            failed.len(),
+            outcomes.len(),
+            failed.join(", ")
+        );
     }
     Ok(())
 }

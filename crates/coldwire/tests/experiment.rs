@@ -1,0 +1,169 @@
+//! `coldwire experiment` end to end, with tiny scenarios written to a temporary directory:
+//! a quick cold-scaling run produces its record (a series per backend, a point per cold
+//! count, raw files that exist); an unknown name is refused with the known ones listed; a
+//! failing experiment does not stop the next one, and the exit status says it failed.
+//! Servers and generators run on 127.0.0.1 port 0 and are stopped by the runner.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const COLD_SCALING: &str = r#"
+backends = ["select", "poll", "epoll"]
+cold = [0, 1000, 15000]
+file_bytes = 1259
+connections = 50
+warmup = 1.0
+duration = 4.0
+cold_rate = 10000.0
+rounds = 2
+
+[quick]
+backends = ["select", "epoll"]
+cold = [0, 40]
+connections = 4
+warmup = 0.2
+duration = 0.5
+cold_rate = 2000.0
+rounds = 1
+"#;
+
+fn coldwire(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_coldwire"))
+        .args(args)
+        .output()
+        .expect("run coldwire")
+}
+
+fn write_scenarios(dir: &Path) {
+    std::fs::write(dir.join("cold-scaling.toml"), COLD_SCALING).unwrap();
+    // A scenario whose key the experiment does not know: it must fail with a clear error.
+    std::fs::write(dir.join("rate-response.toml"), "backendz = [\"epoll\"]\n").unwrap();
+}
+
+fn record(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("experiment.json")).expect("experiment.json");
+    serde_json::from_str(&text).expect("experiment.json is JSON")
+}
+
+#[test]
+fn quick_cold_scaling_writes_a_series_per_backend_and_a_point_per_cold_count() {
+    let temp = tempfile::tempdir().unwrap();
+    let scenarios = temp.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    write_scenarios(&scenarios);
+    let results = temp.path().join("results");
+    let output = coldwire(&[
+        "experiment",
+        "cold-scaling",
+        "--quick",
+        "--machine",
+        "test",
+        "--scenarios",
+        scenarios.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("[cold-scaling]"),
+        "progress on stderr: {stderr}"
+    );
+    let dir = results.join("cold-scaling");
+    let record = record(&dir);
+    assert_eq!(record["experiment"], "cold-scaling");
+    assert_eq!(record["quick"], true);
+    assert_eq!(record["machine"]["label"], "test");
+    assert!(record["duration_seconds"].as_f64().unwrap() > 0.0);
+    let throughput = record["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|figure| figure["id"] == "throughput")
+        .expect("a throughput figure");
+    let series = throughput["series"].as_array().unwrap();
+    let names: Vec<&str> = series
+        .iter()
+        .map(|line| line["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["select", "epoll"], "the quick table's backends");
+    for line in series {
+        let xs: Vec<f64> = line["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|point| point["x"].as_f64().unwrap())
+            .collect();
+        assert_eq!(xs, [0.0, 40.0], "a point per quick cold count");
+        for point in line["points"].as_array().unwrap() {
+            assert!(
+                point["y"].as_f64().unwrap() > 0.0,
+                "requests were answered: {point}"
+            );
+        }
+    }
+    let raw = record["raw_files"].as_array().unwrap();
+    assert_eq!(raw.len(), 2 * 2 * 2, "a JSON and a table per point");
+    for file in raw {
+        let path = dir.join(file.as_str().unwrap());
+        assert!(path.is_file(), "{} exists", path.display());
+    }
+    assert!(!record["findings"].as_array().unwrap().is_empty());
+    assert!(!record["seed_comparison"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn an_unknown_experiment_is_refused_with_the_known_names() {
+    let temp = tempfile::tempdir().unwrap();
+    let output = coldwire(&[
+        "experiment",
+        "cold-scalin",
+        "--results",
+        temp.path().to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no experiment called \"cold-scalin\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cold-scaling"),
+        "lists the known names: {stderr}"
+    );
+}
+
+#[test]
+fn a_failing_experiment_does_not_stop_the_next_one() {
+    let temp = tempfile::tempdir().unwrap();
+    let scenarios = temp.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    write_scenarios(&scenarios);
+    let results = temp.path().join("results");
+    let output = coldwire(&[
+        "experiment",
+        "rate-response",
+        "cold-scaling",
+        "--quick",
+        "--scenarios",
+        scenarios.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "one experiment failed: {stderr}");
+    assert!(stderr.contains("[rate-response] FAILED"), "{stderr}");
+    assert!(
+        stderr.contains("backendz"),
+        "the error names the bad key: {stderr}"
+    );
+    assert!(
+        stderr.contains("1 of 2 experiments failed: rate-response"),
+        "{stderr}"
+    );
+    assert!(!results.join("rate-response/experiment.json").exists());
+    assert_eq!(
+        record(&results.join("cold-scaling"))["experiment"],
+        "cold-scaling"
+    );
+}
