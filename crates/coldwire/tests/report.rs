@@ -3,7 +3,8 @@
 //! place with both experiments' sections and every plot embedded, its path goes to
 //! stdout and renderer warnings to stderr; `--out` moves it; a directory without
 //! experiments fails with a hint. When Chromium is installed, the page is also opened
-//! in it by `scripts/check-report-in-browser.sh`.
+//! in it by `scripts/check-report-in-browser.sh`, and that script is shown to fail on the
+//! same page with a broken image and with a script error.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,20 +119,55 @@ fn a_directory_without_experiments_fails_with_a_hint() {
     assert!(stderr.contains("pass an experiment directory"), "{stderr}");
 }
 
-/// Opens the page in headless Chromium when it is installed (CI runs the script itself).
-fn check_in_browser(page: &Path) {
-    let installed = ["chromium", "chromium-browser"].iter().any(|name| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {name}")])
-            .output()
-            .is_ok_and(|output| output.status.success())
-    });
-    if !installed {
+#[test]
+fn the_browser_check_fails_on_a_broken_image_and_on_a_script_error() {
+    if !chromium_installed() {
         eprintln!(
             "skipped: browser check (chromium not installed; scripts/check-report-in-browser.sh installs it)"
         );
         return;
     }
+    let results = tempfile::tempdir().expect("tempdir");
+    copy_fixture(results.path());
+    assert!(run(&[results.path().as_os_str()]).status.success());
+    let html = std::fs::read_to_string(results.path().join("index.html")).expect("page");
+
+    let broken_image = results.path().join("broken-image.html");
+    let marker = "src=\"data:";
+    let first_image = html.find(marker).expect("an embedded image");
+    let mut broken = html.clone();
+    broken.replace_range(
+        first_image..first_image + marker.len(),
+        "src=\"missing.svg?",
+    );
+    std::fs::write(&broken_image, broken).expect("write");
+    let (passed, output) = browser_check(&broken_image);
+    assert!(
+        !passed && output.contains("did not render"),
+        "broken image passed: {output}"
+    );
+
+    let script_error = results.path().join("script-error.html");
+    let with_error = html.replace("</body>", "<script>notDefined();</script></body>");
+    std::fs::write(&script_error, with_error).expect("write");
+    let (passed, output) = browser_check(&script_error);
+    assert!(
+        !passed && output.contains("notDefined"),
+        "script error passed: {output}"
+    );
+}
+
+fn chromium_installed() -> bool {
+    ["chromium", "chromium-browser"].iter().any(|name| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    })
+}
+
+/// Runs scripts/check-report-in-browser.sh on `page`: whether it passed, and its output.
+fn browser_check(page: &Path) -> (bool, String) {
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-report-in-browser.sh");
     let output = Command::new("bash")
@@ -139,10 +175,22 @@ fn check_in_browser(page: &Path) {
         .arg(page)
         .output()
         .expect("script runs");
-    assert!(
-        output.status.success(),
-        "browser check failed: {}{}",
+    let text = format!(
+        "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    (output.status.success(), text)
+}
+
+/// Opens the page in headless Chromium when it is installed (CI runs the script itself).
+fn check_in_browser(page: &Path) {
+    if !chromium_installed() {
+        eprintln!(
+            "skipped: browser check (chromium not installed; scripts/check-report-in-browser.sh installs it)"
+        );
+        return;
+    }
+    let (passed, output) = browser_check(page);
+    assert!(passed, "browser check failed: {output}");
 }
