@@ -13,6 +13,7 @@ pub mod plan;
 pub mod render;
 pub mod summary;
 pub mod ticks;
+pub mod time;
 
 pub use directory::{read_experiment, write_experiment};
 pub use html::{ReportOutcome, build_report};

@@ -46,6 +46,18 @@ pub struct PlotPlan {
     pub warnings: Vec<String>,
 }
 
+/// Largest magnitude drawn: no measurement comes near it, and plotters' tick arithmetic
+/// overflows (or never ends) on ranges near `f64::MAX`.
+const LARGEST_PLOTTED: f64 = 1e100;
+
+/// Most decades a log axis spans; wider data are drawn linear (plotters' log ticks never
+/// finish on a range of some hundreds of decades, and no plot is readable at that width).
+const MAX_LOG_DECADES: f64 = 60.0;
+
+fn plottable(value: f64) -> bool {
+    value.is_finite() && value.abs() <= LARGEST_PLOTTED
+}
+
 /// `label (unit)`, or just `label` when the unit is empty.
 pub fn axis_description(axis: &Axis) -> String {
     if axis.unit.trim().is_empty() {
@@ -65,13 +77,13 @@ pub fn plan(figure: &Figure) -> PlotPlan {
             let finite: Vec<(f64, f64)> = series
                 .points
                 .iter()
-                .filter(|point| point.x.is_finite() && point.y.is_finite())
+                .filter(|point| plottable(point.x) && plottable(point.y))
                 .map(|point| (point.x, point.y))
                 .collect();
             let dropped = series.points.len() - finite.len();
             if dropped > 0 {
                 warnings.push(format!(
-                    "figure `{}`, series `{}`: {dropped} point(s) with a non-finite value (NaN or infinity) were left out of the plot",
+                    "figure `{}`, series `{}`: {dropped} point(s) with a non-finite value (NaN or infinity) or one beyond ±1e100 were left out of the plot",
                     figure.id, series.name
                 ));
             }
@@ -126,6 +138,16 @@ fn plan_axis(
     {
         warnings.push(format!(
             "figure `{figure_id}`: the {which} axis ({description}) is logarithmic but holds the value {bad}, which a log scale cannot show: drawn linear instead"
+        ));
+        scale = Scale::Linear;
+    }
+    if scale == Scale::Log
+        && let Some((low, high)) = extent(values)
+        && (high / low).log10() > MAX_LOG_DECADES
+    {
+        warnings.push(format!(
+            "figure `{figure_id}`: the {which} axis ({description}) is logarithmic but its values span {:.0} decades, more than {MAX_LOG_DECADES}: drawn linear instead",
+            (high / low).log10()
         ));
         scale = Scale::Linear;
     }

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -14,7 +15,7 @@ use plotters::prelude::*;
 use crate::font::{FONT_FAMILY, ensure_registered};
 use crate::model::{Figure, Scale};
 use crate::plan::{LegendCorner, PlotPlan, plan};
-use crate::ticks::format_tick;
+use crate::ticks::{format_tick, log_ticks};
 
 /// Width of every plot, in pixels (PNG) or user units (SVG).
 pub const PLOT_WIDTH: u32 = 800;
@@ -113,14 +114,24 @@ fn draw_plan<DB: DrawingBackend>(
     let (x, y) = (plan.x.range.clone(), plan.y.range.clone());
     match (plan.x.scale, plan.y.scale) {
         (Scale::Linear, Scale::Linear) => draw(root, figure, plan, linear(x), linear(y)),
-        (Scale::Linear, Scale::Log) => draw(root, figure, plan, linear(x), y.log_scale()),
-        (Scale::Log, Scale::Linear) => draw(root, figure, plan, x.log_scale(), linear(y)),
-        (Scale::Log, Scale::Log) => draw(root, figure, plan, x.log_scale(), y.log_scale()),
+        (Scale::Linear, Scale::Log) => draw(root, figure, plan, linear(x), log(y)),
+        (Scale::Log, Scale::Linear) => draw(root, figure, plan, log(x), linear(y)),
+        (Scale::Log, Scale::Log) => draw(root, figure, plan, log(x), log(y)),
     }
 }
 
 fn linear(range: std::ops::Range<f64>) -> RangedCoordf64 {
     range.into()
+}
+
+/// A log axis with our own ticks: plotters labels only powers of ten, which leaves an
+/// axis spanning less than two decades with one or two labels.
+fn log(range: std::ops::Range<f64>) -> WithKeyPoints<LogCoord<f64>> {
+    let (labelled, grid) = log_ticks(range.start, range.end);
+    range
+        .log_scale()
+        .with_key_points(labelled)
+        .with_light_points(grid)
 }
 
 fn draw<DB, X, Y>(

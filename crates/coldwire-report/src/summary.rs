@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::model::{ExperimentRecord, MachineRecord, Table};
+use crate::time::utc_time;
 
 /// The figure's path relative to the experiment directory, without extension.
 pub fn figure_stem(id: &str) -> String {
@@ -33,8 +34,9 @@ pub fn summary_markdown(record: &ExperimentRecord, warnings: &[String]) -> Strin
     out.push_str("```\n\n");
     let _ = writeln!(
         out,
-        "Started at Unix time {:.0}, took {:.1} s.\n",
-        record.started_unix_seconds, record.duration_seconds
+        "Started {}, took {:.1} s.\n",
+        utc_time(record.started_unix_seconds),
+        record.duration_seconds
     );
     out.push_str("## Machine\n\n");
     out.push_str(&markdown_table(&machine_table(&record.machine)));

@@ -38,9 +38,49 @@ fn trim_decimal(value: f64) -> String {
     if text == "-0" { "0".to_string() } else { text }
 }
 
+/// Tick values for a logarithmic axis over `range` (positive, finite): labelled ticks on
+/// the 1-2-5 steps (`10, 20, 50, 100, …`), thinned to powers of ten when that gives more
+/// than [`MOST_LOG_LABELS`], and to every n-th power when even those are too many; on a
+/// range inside one decade, every integer multiple (`200, 300, 400, 500`) so at least a few
+/// values are labelled. Also the unlabelled grid lines: every integer multiple of each
+/// power of ten, unless the axis spans more than ten decades.
+pub fn log_ticks(start: f64, end: f64) -> (Vec<f64>, Vec<f64>) {
+    let in_range = |value: &f64| *value >= start * (1.0 - 1e-9) && *value <= end * (1.0 + 1e-9);
+    let first = start.log10().floor() as i32;
+    let last = end.log10().ceil() as i32;
+    let with_multiples = |multiples: &[f64]| -> Vec<f64> {
+        (first..=last)
+            .flat_map(|exponent| {
+                let decade = 10f64.powi(exponent);
+                multiples.iter().map(move |m| m * decade)
+            })
+            .filter(in_range)
+            .collect()
+    };
+    let mut labelled = with_multiples(&[1.0, 2.0, 5.0]);
+    if labelled.len() > MOST_LOG_LABELS {
+        labelled = with_multiples(&[1.0]);
+        let step = labelled.len().div_ceil(MOST_LOG_LABELS);
+        if step > 1 {
+            labelled = labelled.into_iter().step_by(step).collect();
+        }
+    } else if labelled.len() < 3 {
+        labelled = with_multiples(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+    }
+    let grid = if last - first <= 10 {
+        with_multiples(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+    } else {
+        Vec::new()
+    };
+    (labelled, grid)
+}
+
+/// Most labelled ticks on a log axis.
+pub const MOST_LOG_LABELS: usize = 10;
+
 #[cfg(test)]
 mod tests {
-    use super::format_tick;
+    use super::{format_tick, log_ticks};
 
     #[test]
     fn thousands_and_millions_use_suffixes() {
@@ -50,6 +90,27 @@ mod tests {
         assert_eq!(format_tick(2_500.0), "2.5k");
         assert_eq!(format_tick(1_000_000.0), "1M");
         assert_eq!(format_tick(3e9), "3G");
+    }
+
+    #[test]
+    fn log_ticks_use_1_2_5_steps_then_powers_of_ten() {
+        let (labels, grid) = log_ticks(100.0, 20_000.0);
+        assert_eq!(labels, [100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4]);
+        assert!(grid.contains(&300.0) && grid.contains(&9e3));
+        let (labels, _) = log_ticks(1.0, 1e9);
+        assert_eq!(labels.len(), 10, "{labels:?}");
+        assert_eq!(labels[0], 1.0);
+        let (labels, grid) = log_ticks(1e-50, 1e50);
+        assert!(labels.len() <= super::MOST_LOG_LABELS, "{labels:?}");
+        assert!(grid.is_empty());
+    }
+
+    #[test]
+    fn log_ticks_inside_one_decade_label_every_multiple() {
+        let (labels, _) = log_ticks(20.0, 500.0);
+        assert_eq!(labels, [20.0, 50.0, 100.0, 200.0, 500.0]);
+        let (labels, _) = log_ticks(200.0, 500.0);
+        assert_eq!(labels, [200.0, 300.0, 400.0, 500.0]);
     }
 
     #[test]

@@ -95,6 +95,7 @@ fn summary_says_what_was_run_found_and_compared() {
         "seed 000, Fig. 1; seed 002, Fig. 4",
         "Synthetic test data",
         "coldwire experiment cold-scaling",
+        "Started 2026-11-22 12:20 UTC, took 42.5 s",
         "test-host",
         "6.18.0",
         "\"duration_seconds\": 5",

@@ -151,3 +151,76 @@ fn png_has_the_right_size_a_drawing_and_text() {
         "no title text drawn ({dark_in_title} dark pixels)"
     );
 }
+
+/// Values from the subnormal to `f64::MAX`, NaN and infinities, paired every way, on linear
+/// and on log axes: each renders (plotters never sees a range it cannot tick), and what was
+/// left out or drawn differently is warned about.
+#[test]
+fn extreme_values_render_with_warnings_never_hang_or_panic() {
+    let values = [
+        0.0,
+        1e-320,
+        -1e-300,
+        1e-10,
+        1.0,
+        -1.0,
+        1e10,
+        1e100,
+        -1e300,
+        f64::MAX,
+        f64::NAN,
+        f64::NEG_INFINITY,
+    ];
+    let mut renders = 0;
+    for &a in &values {
+        for &b in &values {
+            for scale in [Scale::Linear, Scale::Log] {
+                let mut record = common::record("extreme");
+                let figure = &mut record.figures[0];
+                figure.x.scale = scale;
+                figure.y.scale = scale;
+                figure.series.truncate(1);
+                figure.series[0].points = vec![
+                    Point { x: a, y: b },
+                    Point { x: b, y: a },
+                    Point { x: 1.0, y: 1.0 },
+                ];
+                let (svg, warnings) = render_svg(figure).expect("renders");
+                assert!(svg.contains("select"), "legend missing for ({a}, {b})");
+                let odd = |v: f64| !v.is_finite() || v.abs() > 1e100;
+                if odd(a) || odd(b) {
+                    assert!(
+                        warnings.iter().any(|w| w.contains("left out")),
+                        "({a}, {b}) dropped silently: {warnings:?}"
+                    );
+                }
+                if scale == Scale::Log && (a <= 0.0 || b <= 0.0) && !odd(a) && !odd(b) {
+                    assert!(
+                        warnings.iter().any(|w| w.contains("drawn linear")),
+                        "({a}, {b}) on log axes without a warning: {warnings:?}"
+                    );
+                }
+                renders += 1;
+            }
+        }
+    }
+    assert_eq!(renders, values.len() * values.len() * 2);
+}
+
+#[test]
+fn empty_and_flat_figures_render() {
+    let mut record = common::record("empty");
+    let figure = &mut record.figures[0];
+    figure.series.clear();
+    let (_, warnings) = render_svg(figure).expect("renders empty axes");
+    assert!(
+        warnings.iter().any(|w| w.contains("no points")),
+        "{warnings:?}"
+    );
+
+    figure.series = vec![common::series("flat", &[5.0, 5.0], 0.0, 0.0)];
+    figure.x.scale = Scale::Linear;
+    let (svg, warnings) = render_svg(figure).expect("a single repeated value renders");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(svg.contains("flat"));
+}

@@ -1,6 +1,6 @@
 //! `coldwire report`: one self-contained `index.html` for any number of experiment
 //! directories. [`build_report`] finds the experiments, re-renders every figure from its
-//! record (so the page always matches the data) and writes the page ([`page`]). The page
+//! record (so the page always matches the data) and writes the page (module `page`). The page
 //! loads nothing from outside: plots are `data:` URIs, the style sheet is inline, and
 //! links to raw files are relative to the page.
 

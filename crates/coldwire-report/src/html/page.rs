@@ -12,6 +12,7 @@ use super::escape::{escape_href, escape_html as esc};
 use crate::model::{ExperimentRecord, Figure, Table};
 use crate::render::{PLOT_HEIGHT, PLOT_WIDTH, render_svg};
 use crate::summary::{figure_stem, machine_table, shell_words};
+use crate::time::utc_time;
 
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}\
@@ -19,8 +20,7 @@ h1{font-size:1.8rem}h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-
 nav ol{padding-left:1.4rem}.meta{color:#555}.quick{background:#fff4d6;padding:.1rem .4rem;border-radius:.3rem}\
 figure{margin:1.5rem 0}figure img{max-width:100%;height:auto;border:1px solid #ddd}\
 figcaption{font-size:.95rem;color:#333}.seed{font-weight:600}\
-table{border-collapse:collapse;margin:.6rem 0}caption{text-align:left;font-weight:600;padding:.3rem 0}\
-th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}th{background:#f3f3f3}\
+table{border-collapse:collapse;margin:.6rem 0}th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:left;vertical-align:top}th{background:#f3f3f3}\
 pre{background:#f6f6f6;padding:.6rem;overflow-x:auto}code{font-family:ui-monospace,monospace}\
 .warnings li{color:#8a4b00}";
 
@@ -208,11 +208,11 @@ fn bullet_list(html: &mut String, heading: &str, items: &[String], list_attribut
     html.push_str("</ul>\n");
 }
 
-fn write_table(html: &mut String, table: &Table, with_caption: bool) {
-    html.push_str("<table>\n");
-    if with_caption {
-        let _ = writeln!(html, "<caption>{}</caption>", esc(&table.title));
+fn write_table(html: &mut String, table: &Table, with_heading: bool) {
+    if with_heading {
+        let _ = writeln!(html, "<h3>{}</h3>", esc(&table.title));
     }
+    html.push_str("<table>\n");
     html.push_str("<thead><tr>");
     for column in &table.columns {
         let _ = write!(html, "<th>{}</th>", esc(column));
@@ -254,47 +254,5 @@ fn write_parameters(html: &mut String, parameters: &serde_json::Value) {
             let text = serde_json::to_string_pretty(other).unwrap_or_else(|_| "null".into());
             let _ = writeln!(html, "<pre><code>{}</code></pre>", esc(&text));
         }
-    }
-}
-
-/// `YYYY-MM-DD HH:MM UTC` for a Unix time (proleptic Gregorian calendar).
-fn utc_time(unix_seconds: f64) -> String {
-    if !unix_seconds.is_finite() {
-        return "at an unknown time".to_string();
-    }
-    let seconds = unix_seconds.floor() as i64;
-    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        second_of_day / 3600,
-        second_of_day % 3600 / 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc_time;
-
-    #[test]
-    fn unix_times_become_utc_dates() {
-        assert_eq!(utc_time(0.0), "1970-01-01 00:00 UTC");
-        // `date -u -d @1795350000`
-        assert_eq!(utc_time(1_795_350_000.0), "2026-11-22 12:20 UTC");
-        assert_eq!(utc_time(951_782_400.0), "2000-02-29 00:00 UTC");
     }
 }
