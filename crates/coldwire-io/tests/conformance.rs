@@ -356,6 +356,60 @@ fn stale_completions_never_reach_a_reused_slot<D: Create>() {
     );
 }
 
+/// A lingering close (`shutdown_write`, then `close` in the same loop turn) must act on the
+/// closed connection only, never on the next connection — which the kernel gives the same
+/// descriptor number and the driver the same slot. (Regression: io_uring runs `SHUTDOWN` in
+/// an io-wq worker that looks the descriptor number up only when it runs; queued together
+/// with the `CLOSE`, it could shut down the next connection's socket, whose client then saw
+/// the connection end without a response.)
+fn lingering_close_never_touches_the_next_connection<D: Create>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<D>();
+    driver.listen(listener).unwrap();
+    let mut previous = TcpStream::connect(address).unwrap();
+    let mut previous_id = accept_one(&mut driver);
+    for round in 0..100 {
+        // The next client is already waiting in the backlog while the previous one closes.
+        let mut next = TcpStream::connect(address).unwrap();
+        driver.shutdown_write(previous_id);
+        driver.close(previous_id);
+        let next_id = accept_one(&mut driver);
+        next.write_all(b"ping").unwrap();
+        assert_eq!(
+            receive_text(&mut driver, next_id, 4),
+            b"ping",
+            "round {round}: the new connection receives"
+        );
+        let mut reply = driver.take_vec();
+        reply.extend_from_slice(b"pong");
+        driver.send(next_id, Chunk::Owned(reply));
+        let mut sent = matches!(driver.flush(next_id), Flush::Done);
+        let mut received = [0u8; 4];
+        while !sent {
+            run_until(&mut driver, |_, completion| match completion {
+                Completion::Sent { connection } if connection == next_id => true,
+                Completion::Failed { connection, error } if connection == next_id => {
+                    panic!("round {round}: the new connection failed: {error}")
+                }
+                _ => false,
+            });
+            sent = true;
+        }
+        driver.wait(Some(Duration::ZERO)).unwrap();
+        next.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        next.read_exact(&mut received).unwrap_or_else(|error| {
+            panic!("round {round}: the new connection got no reply: {error}")
+        });
+        assert_eq!(&received, b"pong");
+        let mut rest = Vec::new();
+        previous.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "round {round}: the closed connection ends");
+        previous = next;
+        previous_id = next_id;
+    }
+}
+
 /// Outgoing connections: output queued before the connection is up is written once it
 /// is; a refused connection is reported as a failure, not a hang.
 fn connects_sends_before_established_and_reports_refusal<D: Create>() {
@@ -492,6 +546,7 @@ macro_rules! conformance {
             #[test] fn waker_interrupts_a_wait() { if !skip() { super::waker_interrupts_a_wait::<$driver>() } }
             #[test] fn idle_connections_hold_no_buffer_and_slots_are_reused() { if !skip() { super::idle_connections_hold_no_buffer_and_slots_are_reused::<$driver>() } }
             #[test] fn stale_completions_never_reach_a_reused_slot() { if !skip() { super::stale_completions_never_reach_a_reused_slot::<$driver>() } }
+            #[test] fn lingering_close_never_touches_the_next_connection() { if !skip() { super::lingering_close_never_touches_the_next_connection::<$driver>() } }
             #[test] fn connects_sends_before_established_and_reports_refusal() { if !skip() { super::connects_sends_before_established_and_reports_refusal::<$driver>() } }
             #[test] fn splice_moves_a_length_and_keeps_an_exact_copy() { if !skip() { super::splice_cases::splice_moves_a_length_and_keeps_an_exact_copy(super::driver::<$driver>) } }
             #[test] fn splice_until_end_of_stream_and_reports_an_early_end() { if !skip() { super::splice_cases::splice_until_end_of_stream_and_reports_an_early_end(super::driver::<$driver>) } }

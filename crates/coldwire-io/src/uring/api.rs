@@ -203,8 +203,7 @@ impl Driver for UringDriver {
             return;
         };
         if connection.output.is_empty() && !connection.memory_in_flight() {
-            let fd = connection.fd;
-            self.push_shutdown(fd);
+            self.push_shutdown(id.index());
         } else {
             connection.flags |= SHUTDOWN_PENDING;
         }
@@ -225,15 +224,19 @@ impl Driver for UringDriver {
         if let Some(stash) = connection.stash.take() {
             self.buffers.give_back(stash);
         }
-        if !connection.memory_in_flight() {
+        if !connection.pinned() {
             self.finish_close(slot);
             return;
         }
         // Output beyond the send in flight will never be written.
-        let in_flight = connection
-            .send
-            .as_ref()
-            .map_or(0, |state| state.chunks_in_flight);
+        let in_flight = if connection.memory_in_flight() {
+            connection
+                .send
+                .as_ref()
+                .map_or(0, |state| state.chunks_in_flight)
+        } else {
+            0
+        };
         while connection.output.len() > in_flight {
             if let Some(Chunk::Owned(bytes)) = connection.output.pop_back() {
                 pool_vec(&mut self.vec_pool, bytes);

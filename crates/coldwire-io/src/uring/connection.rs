@@ -36,8 +36,11 @@ pub enum Kind {
     Connect = 5,
     /// Multishot poll on the waker's eventfd.
     Waker = 6,
-    /// Cancellations, closes, shutdowns: completions carry nothing we need.
+    /// Cancellations and closes: completions carry nothing we need.
     Ignored = 7,
+    /// `shutdown(SHUT_WR)`: io-wq runs it and looks the descriptor up only then, so the
+    /// socket must stay open until its completion (see [`SHUTDOWN_IN_FLIGHT`]).
+    Shutdown = 8,
 }
 
 impl Kind {
@@ -50,6 +53,7 @@ impl Kind {
             5 => Kind::Connect,
             6 => Kind::Waker,
             7 => Kind::Ignored,
+            8 => Kind::Shutdown,
             _ => return None,
         })
     }
@@ -90,6 +94,13 @@ pub const SHUTDOWN_PENDING: u16 = 128;
 pub const SEND_PROMISED: u16 = 256;
 /// The receive was cancelled because too much unrequested input piled up.
 pub const RECV_THROTTLED: u16 = 512;
+
+/// A `SHUTDOWN` is in flight. io_uring always runs it in an io-wq worker, which resolves
+/// the descriptor *number* when it runs (file assignment is deferred to issue time): closed
+/// before that, the number could already name the next connection's socket — shut down
+/// instead (found by the conformance test `lingering_close_never_touches_the_next_connection`).
+/// A close therefore waits for this completion, as for a send.
+pub const SHUTDOWN_IN_FLIGHT: u16 = 1024;
 
 /// Memory a send hands to the kernel; boxed so its address is stable.
 pub struct SendState {
@@ -180,6 +191,13 @@ impl Connection {
     /// Whether a send or file read in flight still owns this connection's memory.
     pub fn memory_in_flight(&self) -> bool {
         self.flags & (SEND_IN_FLIGHT | READ_IN_FLIGHT) != 0
+    }
+
+    /// Whether an operation in flight still needs this connection's slot or descriptor:
+    /// memory (a send, a file read) or the descriptor number (a shutdown). Closing waits
+    /// for such operations' completions.
+    pub fn pinned(&self) -> bool {
+        self.memory_in_flight() || self.flags & SHUTDOWN_IN_FLIGHT != 0
     }
 
     /// Bytes queued and not yet written.

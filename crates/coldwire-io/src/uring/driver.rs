@@ -35,8 +35,8 @@ use io_uring::{cqueue, opcode, types};
 use super::buffers::BufferRing;
 use super::connection::{
     CLOSING, CONNECTING, Connection, Kind, MAX_SLOTS, READ_IN_FLIGHT, RECV_ACTIVE, RECV_ARMED,
-    RECV_THROTTLED, SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_PENDING, SendState, WRITE_WAITING,
-    decode, user_data,
+    RECV_THROTTLED, SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_IN_FLIGHT, SHUTDOWN_PENDING, SendState,
+    WRITE_WAITING, decode, user_data,
 };
 use super::output;
 use super::ring::{Ring, RingOptions};
@@ -580,7 +580,7 @@ impl UringDriver {
             return;
         };
         if connection.flags & CLOSING != 0 {
-            if connection.memory_in_flight() {
+            if connection.pinned() {
                 return;
             }
             // A promised send that went out in part continues; anything else ends here.
@@ -620,16 +620,39 @@ impl UringDriver {
         }
         if connection.flags & SHUTDOWN_PENDING != 0 {
             connection.flags &= !SHUTDOWN_PENDING;
-            let fd = connection.fd;
-            self.push_shutdown(fd);
+            self.push_shutdown(slot);
         }
     }
 
-    pub(super) fn push_shutdown(&mut self, fd: RawFd) {
-        let entry = opcode::Shutdown::new(types::Fd(fd), libc::SHUT_WR)
+    /// Queues `shutdown(SHUT_WR)` for the connection in `slot`; it pins the descriptor
+    /// until its completion ([`SHUTDOWN_IN_FLIGHT`]).
+    pub(super) fn push_shutdown(&mut self, slot: usize) {
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return;
+        };
+        if connection.flags & SHUTDOWN_IN_FLIGHT != 0 {
+            return;
+        }
+        connection.flags |= SHUTDOWN_IN_FLIGHT;
+        let entry = opcode::Shutdown::new(types::Fd(connection.fd), libc::SHUT_WR)
             .build()
-            .user_data(user_data(Kind::Ignored, 0, 0));
+            .user_data(user_data(Kind::Shutdown, slot, connection.generation));
         self.push_plain(entry);
+    }
+
+    /// A shutdown finished: a connection closed meanwhile can now let go of its socket.
+    fn on_shutdown(&mut self, slot: usize, generation: u32) {
+        let Some(connection) = self
+            .connections
+            .get_mut(slot)
+            .filter(|connection| connection.generation == generation)
+        else {
+            return;
+        };
+        connection.flags &= !SHUTDOWN_IN_FLIGHT;
+        if connection.flags & CLOSING != 0 && !connection.pinned() {
+            self.finish_close(slot);
+        }
     }
 
     /// Drops `written` bytes from the front of the output queue.
@@ -692,7 +715,7 @@ impl UringDriver {
         let Some(mut connection) = self.connections.remove(slot) else {
             return;
         };
-        debug_assert!(!connection.memory_in_flight());
+        debug_assert!(!connection.pinned());
         if let Some(timer) = connection.timer.take() {
             self.timers.cancel(timer);
         }
@@ -795,6 +818,7 @@ impl UringDriver {
                     self.arm_waker();
                 }
             }
+            Kind::Shutdown => self.on_shutdown(slot, generation),
             Kind::Ignored => {}
         }
     }
