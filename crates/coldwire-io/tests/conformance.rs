@@ -410,6 +410,88 @@ fn lingering_close_never_touches_the_next_connection<D: Create>() {
     }
 }
 
+/// A splice that starts after the server has received from its source: bytes that reached
+/// the driver before the transfer began (a completion driver may already have taken them
+/// from the socket) are part of it, in order, and in the copy; closing both connections
+/// in the middle of an unbounded transfer closes their sockets.
+fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<D>();
+    if !driver.supports_splice() {
+        println!(
+            "skipped: the {} driver has no splice",
+            driver.backend_name()
+        );
+        return;
+    }
+    driver.listen(listener).unwrap();
+    let mut source_client = TcpStream::connect(address).unwrap();
+    let source = accept_one(&mut driver);
+    let destination_client = TcpStream::connect(address).unwrap();
+    let destination = accept_one(&mut driver);
+    source_client.write_all(b"HEAD").unwrap();
+    assert_eq!(receive_text(&mut driver, source, 4), b"HEAD");
+    let body: Vec<u8> = (0..400_000u32).map(|index| (index % 251) as u8).collect();
+    source_client.write_all(&body[..100_000]).unwrap();
+    // Let the first part arrive while no receive is asked for.
+    std::thread::sleep(Duration::from_millis(50));
+    driver.wait(Some(Duration::from_millis(10))).unwrap();
+    driver
+        .splice(source, destination, body.len() as u64, true)
+        .unwrap();
+    let rest = body[100_000..].to_vec();
+    let writer = std::thread::spawn(move || {
+        source_client.write_all(&rest).unwrap();
+        source_client
+    });
+    let reader = std::thread::spawn(move || {
+        let mut stream = destination_client;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut all = vec![0u8; 400_000];
+        stream.read_exact(&mut all).map(|()| (all, stream))
+    });
+    run_until(&mut driver, |driver, completion| match completion {
+        Completion::Sent { connection } => connection == destination,
+        Completion::Received { buffer, .. } => {
+            driver.recycle(buffer);
+            false
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    let copy = driver
+        .take_splice_copy(destination)
+        .expect("a copy was kept");
+    assert!(copy == body, "the copy differs ({} bytes)", copy.len());
+    let (arrived, mut destination_client) = reader.join().unwrap().expect("the body arrives");
+    assert!(arrived == body, "the spliced bytes differ");
+    let mut source_client = writer.join().unwrap();
+
+    // An unbounded transfer waiting for its source: closing both sides ends it, and the
+    // clients see their connections closed.
+    driver.splice(source, destination, u64::MAX, false).unwrap();
+    driver.wait(Some(Duration::from_millis(20))).unwrap();
+    driver.close(source);
+    driver.close(destination);
+    for _ in 0..20 {
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        if let Some(completion) = driver.next_completion() {
+            panic!("a closed transfer completes nothing: {completion:?}");
+        }
+    }
+    assert_eq!(driver.counters().open_connections, 0);
+    for client in [&mut source_client, &mut destination_client] {
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut rest = Vec::new();
+        client
+            .read_to_end(&mut rest)
+            .expect("the closed connection ends (not a timeout)");
+    }
+}
+
 /// Outgoing connections: output queued before the connection is up is written once it
 /// is; a refused connection is reported as a failure, not a hang.
 fn connects_sends_before_established_and_reports_refusal<D: Create>() {
@@ -547,6 +629,7 @@ macro_rules! conformance {
             #[test] fn idle_connections_hold_no_buffer_and_slots_are_reused() { if !skip() { super::idle_connections_hold_no_buffer_and_slots_are_reused::<$driver>() } }
             #[test] fn stale_completions_never_reach_a_reused_slot() { if !skip() { super::stale_completions_never_reach_a_reused_slot::<$driver>() } }
             #[test] fn lingering_close_never_touches_the_next_connection() { if !skip() { super::lingering_close_never_touches_the_next_connection::<$driver>() } }
+            #[test] fn splice_after_a_receive_and_closed_mid_transfer() { if !skip() { super::splice_after_a_receive_and_closed_mid_transfer::<$driver>() } }
             #[test] fn connects_sends_before_established_and_reports_refusal() { if !skip() { super::connects_sends_before_established_and_reports_refusal::<$driver>() } }
             #[test] fn splice_moves_a_length_and_keeps_an_exact_copy() { if !skip() { super::splice_cases::splice_moves_a_length_and_keeps_an_exact_copy(super::driver::<$driver>) } }
             #[test] fn splice_until_end_of_stream_and_reports_an_early_end() { if !skip() { super::splice_cases::splice_until_end_of_stream_and_reports_an_early_end(super::driver::<$driver>) } }

@@ -128,6 +128,24 @@ impl Driver for UringDriver {
         }
     }
 
+    fn supports_splice(&self) -> bool {
+        true
+    }
+
+    fn splice(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+        keep_copy: bool,
+    ) -> io::Result<()> {
+        self.start_splice(source, destination, length, keep_copy)
+    }
+
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.take_copy(destination)
+    }
+
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
         if chunk.is_empty() || !self.is_current(id) {
             return;
@@ -183,6 +201,7 @@ impl Driver for UringDriver {
             .get(id.index())
             .filter(|connection| connection.generation == id.generation)
             .map_or(0, |connection| connection.queued_bytes())
+            .saturating_add(self.splice_backlog(id))
     }
 
     fn unsent_bytes(&self, id: ConnectionId) -> u64 {
@@ -192,7 +211,7 @@ impl Driver for UringDriver {
             .filter(|connection| connection.generation == id.generation)
             .and_then(|connection| sys::unacknowledged_bytes(connection.fd).ok())
             .unwrap_or(0);
-        self.queued_bytes(id) + kernel
+        self.queued_bytes(id).saturating_add(kernel)
     }
 
     fn shutdown_write(&mut self, id: ConnectionId) {
@@ -215,6 +234,9 @@ impl Driver for UringDriver {
         }
         let slot = id.index();
         self.counters.open_connections -= 1;
+        // Before CLOSING is set: a transfer dropped here must not close this connection
+        // under the code below.
+        self.splice_closed(slot);
         let Some(connection) = self.connections.get_mut(slot) else {
             return;
         };
@@ -403,10 +425,11 @@ impl Drop for UringDriver {
         let deadline = Instant::now() + Duration::from_secs(2);
         let mut reaped = Vec::new();
         loop {
-            let busy = self
-                .connections
-                .iter()
-                .any(|(_, connection)| connection.memory_in_flight());
+            let busy = self.splices.busy()
+                || self
+                    .connections
+                    .iter()
+                    .any(|(_, connection)| connection.memory_in_flight());
             if !busy || Instant::now() >= deadline {
                 break;
             }
@@ -420,6 +443,9 @@ impl Drop for UringDriver {
             reaped.clear();
             self.ring.drain_into(&mut reaped);
             for entry in &reaped {
+                if let Some((Kind::Splice, slot, _)) = decode(entry.user_data()) {
+                    self.splices.settle(slot);
+                }
                 if let Some((kind @ (Kind::Send | Kind::Read), slot, generation)) =
                     decode(entry.user_data())
                     && let Some(connection) = self.connections.get_mut(slot)
@@ -431,6 +457,9 @@ impl Drop for UringDriver {
                     };
                 }
             }
+        }
+        if !self.splices.busy() {
+            self.splices.close_all();
         }
         let open: Vec<_> = self
             .connections

@@ -41,6 +41,8 @@ pub enum Kind {
     /// `shutdown(SHUT_WR)`: io-wq runs it and looks the descriptor up only then, so the
     /// socket must stay open until its completion (see [`SHUTDOWN_IN_FLIGHT`]).
     Shutdown = 8,
+    /// An operation of a socket-to-socket transfer (`slot` is its destination's).
+    Splice = 9,
 }
 
 impl Kind {
@@ -54,6 +56,7 @@ impl Kind {
             6 => Kind::Waker,
             7 => Kind::Ignored,
             8 => Kind::Shutdown,
+            9 => Kind::Splice,
             _ => return None,
         })
     }
@@ -101,6 +104,12 @@ pub const RECV_THROTTLED: u16 = 512;
 /// instead (found by the conformance test `lingering_close_never_touches_the_next_connection`).
 /// A close therefore waits for this completion, as for a send.
 pub const SHUTDOWN_IN_FLIGHT: u16 = 1024;
+
+/// The connection is the source of a running splice (see `splice.rs`): its operations look
+/// the descriptor up in io-wq, so the socket stays open until the transfer is dropped.
+pub const SPLICE_FROM: u16 = 2048;
+/// The connection is the destination of a running splice.
+pub const SPLICE_TO: u16 = 4096;
 
 /// Memory a send hands to the kernel; boxed so its address is stable.
 pub struct SendState {
@@ -194,10 +203,10 @@ impl Connection {
     }
 
     /// Whether an operation in flight still needs this connection's slot or descriptor:
-    /// memory (a send, a file read) or the descriptor number (a shutdown). Closing waits
+    /// memory (a send, a file read) or the descriptor number (a shutdown, a splice). Closing waits
     /// for such operations' completions.
     pub fn pinned(&self) -> bool {
-        self.memory_in_flight() || self.flags & SHUTDOWN_IN_FLIGHT != 0
+        self.memory_in_flight() || self.flags & (SHUTDOWN_IN_FLIGHT | SPLICE_FROM | SPLICE_TO) != 0
     }
 
     /// Bytes queued and not yet written.

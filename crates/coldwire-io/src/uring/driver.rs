@@ -40,6 +40,7 @@ use super::connection::{
 };
 use super::output;
 use super::ring::{Ring, RingOptions};
+use super::splice::Splices;
 use crate::buffer_pool::{Buffer, BufferPool};
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, DriverConfig, ListenerId};
@@ -111,6 +112,8 @@ pub struct UringDriver {
     )]
     pub(super) send_pool: Vec<Box<SendState>>,
     pub(super) completions: VecDeque<Completion>,
+    /// Socket-to-socket transfers and their pipes.
+    pub(super) splices: Splices,
     pub(super) reaped: Vec<cqueue::Entry>,
     pub(super) expired: Vec<ConnectionId>,
     pub(super) counters: LoopCounters,
@@ -196,6 +199,7 @@ impl UringDriver {
             queue_pool: Vec::new(),
             send_pool: Vec::new(),
             completions: VecDeque::new(),
+            splices: Splices::new(),
             reaped: Vec::with_capacity(1024),
             expired: Vec::new(),
             counters: LoopCounters::default(),
@@ -807,8 +811,15 @@ impl UringDriver {
         let flags = entry.flags();
         match kind {
             Kind::Accept => self.on_accept(slot, result, cqueue::more(flags)),
-            Kind::Recv => self.on_recv(slot, generation, result, flags),
-            Kind::Send => self.on_send(slot, generation, result),
+            Kind::Recv => {
+                self.on_recv(slot, generation, result, flags);
+                self.splice_poke(slot);
+            }
+            Kind::Send => {
+                self.on_send(slot, generation, result);
+                self.splice_poke(slot);
+            }
+            Kind::Splice => self.on_splice(slot, generation, result),
             Kind::Read => self.on_read(slot, generation, result),
             Kind::Connect => self.on_connect(slot, generation, result),
             Kind::Waker => {
