@@ -241,6 +241,59 @@ fn sends_files_with_sendfile<D: Create>() {
     assert!(is_uring_driver(&driver) || driver.counters().sendfile_calls >= 1);
 }
 
+/// Different files, one after another on different connections, each arrive intact: no
+/// file bytes buffered for one connection (a send buffer, a pipe) leak into the next
+/// file's response. For the uring driver, the submissions and completions of the file
+/// path are counted.
+fn consecutive_files_on_different_connections_arrive_intact<D: Create>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<D>();
+    driver.listen(listener).unwrap();
+    for (round, seed) in [3u32, 11, 29].into_iter().enumerate() {
+        let mut client = TcpStream::connect(address).unwrap();
+        let id = accept_one(&mut driver);
+        let mut file = tempfile();
+        let content: Vec<u8> = (0..700_000u32)
+            .map(|index| (index.wrapping_mul(seed) % 253) as u8)
+            .collect();
+        file.write_all(&content).unwrap();
+        let before = driver.counters();
+        driver.send(
+            id,
+            Chunk::File {
+                file: Arc::new(file),
+                offset: 0,
+                length: content.len() as u64,
+            },
+        );
+        let reader = std::thread::spawn(move || {
+            let mut received = vec![0u8; 700_000];
+            client.read_exact(&mut received).unwrap();
+            received
+        });
+        if let Flush::Pending = driver.flush(id) {
+            run_until(
+                &mut driver,
+                |_, completion| matches!(completion, Completion::Sent { connection } if connection == id),
+            );
+        }
+        let received = reader.join().unwrap();
+        assert!(
+            received == content,
+            "round {round}: the file arrived altered"
+        );
+        let after = driver.counters();
+        if is_uring_driver(&driver) {
+            assert!(
+                after.uring_submissions >= before.uring_submissions + 2
+                    && after.uring_completions >= before.uring_completions + 2,
+                "round {round}: file operations are counted"
+            );
+        }
+        driver.close(id);
+    }
+}
+
 fn tempfile() -> std::fs::File {
     let path = std::env::temp_dir().join(format!(
         "coldwire-io-{}-{:?}",
@@ -630,6 +683,7 @@ macro_rules! conformance {
             #[test] fn stale_completions_never_reach_a_reused_slot() { if !skip() { super::stale_completions_never_reach_a_reused_slot::<$driver>() } }
             #[test] fn lingering_close_never_touches_the_next_connection() { if !skip() { super::lingering_close_never_touches_the_next_connection::<$driver>() } }
             #[test] fn splice_after_a_receive_and_closed_mid_transfer() { if !skip() { super::splice_after_a_receive_and_closed_mid_transfer::<$driver>() } }
+            #[test] fn consecutive_files_on_different_connections_arrive_intact() { if !skip() { super::consecutive_files_on_different_connections_arrive_intact::<$driver>() } }
             #[test] fn connects_sends_before_established_and_reports_refusal() { if !skip() { super::connects_sends_before_established_and_reports_refusal::<$driver>() } }
             #[test] fn splice_moves_a_length_and_keeps_an_exact_copy() { if !skip() { super::splice_cases::splice_moves_a_length_and_keeps_an_exact_copy(super::driver::<$driver>) } }
             #[test] fn splice_until_end_of_stream_and_reports_an_early_end() { if !skip() { super::splice_cases::splice_until_end_of_stream_and_reports_an_early_end(super::driver::<$driver>) } }

@@ -15,6 +15,7 @@ use super::connection::{
 use super::driver::{
     ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, pool_vec, set_blocking,
 };
+use super::output::bytes_acknowledged;
 use crate::buffer_pool::Buffer;
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
@@ -159,6 +160,7 @@ impl Driver for UringDriver {
         {
             connection.output = queue;
         }
+        connection.handed += chunk.len();
         connection.output.push_back(chunk);
     }
 
@@ -204,14 +206,29 @@ impl Driver for UringDriver {
             .saturating_add(self.splice_backlog(id))
     }
 
+    /// Everything handed to the connection for output minus what the peer acknowledged
+    /// (`TCP_INFO`): a splice or linked file piece completes only when all of it is in the
+    /// socket, so the queue alone would not show a slow reader's progress. Falls back to
+    /// queue + `SIOCOUTQ` where `TCP_INFO` is unavailable.
     fn unsent_bytes(&self, id: ConnectionId) -> u64 {
-        let kernel = self
+        let Some(connection) = self
             .connections
             .get(id.index())
             .filter(|connection| connection.generation == id.generation)
-            .and_then(|connection| sys::unacknowledged_bytes(connection.fd).ok())
-            .unwrap_or(0);
-        self.queued_bytes(id).saturating_add(kernel)
+        else {
+            return 0;
+        };
+        let untaken = self.splice_untaken(id);
+        match bytes_acknowledged(connection.fd) {
+            Some(acknowledged) => connection
+                .handed
+                .saturating_sub(acknowledged)
+                .saturating_add(untaken),
+            None => {
+                let kernel = sys::unacknowledged_bytes(connection.fd).unwrap_or(0);
+                self.queued_bytes(id).saturating_add(kernel)
+            }
+        }
     }
 
     fn shutdown_write(&mut self, id: ConnectionId) {
@@ -463,9 +480,15 @@ impl Drop for UringDriver {
         }
         let open: Vec<_> = self
             .connections
-            .iter()
+            .iter_mut()
             .filter(|(_, connection)| !connection.memory_in_flight())
-            .map(|(_, connection)| connection.fd)
+            .map(|(_, connection)| {
+                if let Some(pipe) = connection.send.as_mut().and_then(|state| state.pipe.take()) {
+                    sys::close(pipe.read);
+                    sys::close(pipe.write);
+                }
+                connection.fd
+            })
             .collect();
         for fd in open {
             sys::close(fd);

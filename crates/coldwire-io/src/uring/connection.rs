@@ -129,9 +129,11 @@ pub struct SendState {
     pub chunks_in_flight: usize,
     /// Front-chunk progress at which the file read in flight starts.
     pub read_start: u64,
-    /// File bytes in `file_buffer`: (front-chunk progress of its first byte, length). A
-    /// piece the socket took only in part is sent on from here, not read again.
+    /// File bytes in `file_buffer` or `pipe`: (front-chunk progress of its first byte,
+    /// length). A piece the socket took only in part is sent on from here, not read again.
     pub buffered: Option<(u64, u64)>,
+    /// The pipe file pieces are spliced through, held while the connection sends a file.
+    pub pipe: Option<crate::pipe_pool::Pipe>,
 }
 
 // SAFETY: the raw pointers in `iovecs` and `message` point into this box and into output
@@ -155,6 +157,7 @@ impl SendState {
             chunks_in_flight: 0,
             read_start: 0,
             buffered: None,
+            pipe: None,
         })
     }
 }
@@ -179,6 +182,9 @@ pub struct Connection {
     pub stash: Option<Buffer>,
     /// End of stream (`Ok`) or an error met while no receive was armed.
     pub pending_end: Option<Result<(), std::io::Error>>,
+    /// Bytes handed to this connection for output so far (queued or spliced to it): with
+    /// the peer's acknowledged count, what has not reached the peer yet.
+    pub handed: u64,
 }
 
 impl Connection {
@@ -194,6 +200,7 @@ impl Connection {
             send: None,
             stash: None,
             pending_end: None,
+            handed: 0,
         }
     }
 

@@ -502,6 +502,10 @@ impl UringDriver {
             Some(state) => state,
             None => self.send_pool.pop().unwrap_or_else(SendState::new),
         };
+        if state.pipe.is_none() && matches!(connection.output.front(), Some(Chunk::File { .. })) {
+            // Without a pipe (descriptors exhausted) the piece is read and sent instead.
+            state.pipe = self.splices.pipes().take().ok();
+        }
         let (read, send) = output::prepare(connection, &mut state, slot);
         connection.send = Some(state);
         if let Some(read) = read {
@@ -575,8 +579,9 @@ impl UringDriver {
         let keep_buffer = state.is_file_piece && written < state.requested;
         if keep_buffer {
             connection.send = Some(state);
-        } else if self.send_pool.len() < MAX_POOLED {
-            self.send_pool.push(state);
+        } else {
+            // The whole piece left: its pipe is empty.
+            self.recycle_send_state(state, true);
         }
         self.counters.bytes_sent += written;
         self.consume_output(slot, written);
@@ -659,6 +664,20 @@ impl UringDriver {
         }
     }
 
+    /// Pools a send state no operation uses any more; its pipe goes back to the pipe pool
+    /// (closed unless `pipe_empty`), and what it buffered is forgotten — it described the
+    /// previous user's file.
+    fn recycle_send_state(&mut self, mut state: Box<SendState>, pipe_empty: bool) {
+        state.buffered = None;
+        state.file_read = None;
+        if let Some(pipe) = state.pipe.take() {
+            self.splices.pipes().give_back(pipe, pipe_empty);
+        }
+        if self.send_pool.len() < MAX_POOLED {
+            self.send_pool.push(state);
+        }
+    }
+
     /// Drops `written` bytes from the front of the output queue.
     fn consume_output(&mut self, slot: usize, mut written: u64) {
         let Some(connection) = self.connections.get_mut(slot) else {
@@ -726,10 +745,9 @@ impl UringDriver {
         if let Some(stash) = connection.stash.take() {
             self.buffers.give_back(stash);
         }
-        if let Some(state) = connection.send.take()
-            && self.send_pool.len() < MAX_POOLED
-        {
-            self.send_pool.push(state);
+        if let Some(state) = connection.send.take() {
+            let pipe_empty = state.buffered.is_none();
+            self.recycle_send_state(state, pipe_empty);
         }
         for chunk in connection.output.drain(..) {
             if let Chunk::Owned(bytes) = chunk {

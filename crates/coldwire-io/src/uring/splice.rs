@@ -25,7 +25,10 @@
 //!
 //! The sockets are blocking (see `driver.rs`) and the pipes non-blocking: a splice from a
 //! socket waits in its worker for data, a splice to a socket for room, and a splice never
-//! waits for the pipe, which holds nothing else.
+//! waits for the pipe, which holds nothing else. A splice to a socket completes only when
+//! all its bytes are in the socket, and it holds the pipe's lock meanwhile (so the pipe's
+//! fill level cannot be read without blocking the loop); progress towards a slow reader is
+//! therefore measured by the peer's acknowledgements (`unsent_bytes`, `TCP_INFO`).
 
 use std::collections::HashMap;
 use std::io;
@@ -286,6 +289,15 @@ impl UringDriver {
             })
     }
 
+    /// Bytes a running transfer to `destination` has not taken from its source yet.
+    pub(super) fn splice_untaken(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .transfers
+            .get(&destination.slot)
+            .filter(|transfer| transfer.destination == destination)
+            .map_or(0, |transfer| transfer.remaining)
+    }
+
     /// The copy kept by a finished transfer to `destination`.
     pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
         self.splices.copies.remove(&destination)
@@ -341,6 +353,13 @@ impl UringDriver {
         if let Some((_, copy)) = transfer.copy.as_mut() {
             copy.extend_from_slice(&prefix);
         }
+        let destination = transfer.destination;
+        if let Some(connection) = self.connections.get_mut(destination.index()) {
+            connection.handed += prefix.len() as u64;
+        }
+        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+            return;
+        };
         transfer.prefix = prefix;
         self.push_prefix(destination_slot);
     }
@@ -556,7 +575,11 @@ impl UringDriver {
                 transfer.destination.generation,
             ))
         });
+        let destination = transfer.destination;
         self.counters.bytes_received += count as u64;
+        if let Some(connection) = self.connections.get_mut(destination.index()) {
+            connection.handed += count as u64;
+        }
         match tee {
             Some(entry) => {
                 if let Some(transfer) = self.transfer(slot) {
