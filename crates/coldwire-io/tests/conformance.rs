@@ -699,3 +699,47 @@ conformance! {
     uring_poll: Backend::UringPoll => ReadinessDriver<UringPoller>, poller UringPoller;
     uring: Backend::Uring => UringDriver;
 }
+
+/// The uring driver's fallback where the probe's trial finds no multishot accept or
+/// receive: single-shot operations, re-armed as needed, keep the same contract —
+/// connections accepted one after another, data received in order (including data that
+/// arrived while no receive was asked for), replies sent, end of stream reported.
+#[test]
+fn uring_single_shot_fallback_keeps_the_contract() {
+    if skip(Backend::Uring) {
+        return;
+    }
+    let options = UringOptions {
+        single_shot: true,
+        ..UringOptions::default()
+    };
+    let mut driver = UringDriver::new(DriverConfig::default(), options).unwrap();
+    let (listener, address) = listener();
+    driver.listen(listener).unwrap();
+    for round in 0..3 {
+        let mut client = TcpStream::connect(address).unwrap();
+        let id = accept_one(&mut driver);
+        client.write_all(b"first").unwrap();
+        assert_eq!(receive_text(&mut driver, id, 5), b"first", "round {round}");
+        client.write_all(b"second").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        assert_eq!(receive_text(&mut driver, id, 6), b"second", "round {round}");
+        let mut reply = driver.take_vec();
+        reply.extend_from_slice(b"reply");
+        driver.send(id, Chunk::Owned(reply));
+        assert!(matches!(driver.flush(id), Flush::Done));
+        driver.wait(Some(Duration::ZERO)).unwrap();
+        let mut received = [0u8; 5];
+        client.read_exact(&mut received).unwrap();
+        assert_eq!(&received, b"reply");
+        client.shutdown(Shutdown::Write).unwrap();
+        driver.recv(id);
+        run_until(
+            &mut driver,
+            |_, completion| matches!(completion, Completion::PeerClosed { connection } if connection == id),
+        );
+        driver.close(id);
+    }
+    assert_eq!(driver.counters().accepted, 3);
+}

@@ -72,6 +72,10 @@ pub struct UringOptions {
     /// Buffers in the shared receive ring (a power of two): what may arrive in one loop
     /// turn, over all connections.
     pub receive_buffers: u16,
+    /// Use single-shot `ACCEPT` and `RECV` even where the kernel has the multishot forms
+    /// (they are used automatically where the probe's trial finds them missing); for
+    /// tests of that fallback and for comparisons.
+    pub single_shot: bool,
 }
 
 impl Default for UringOptions {
@@ -79,6 +83,7 @@ impl Default for UringOptions {
         UringOptions {
             sqpoll_idle: None,
             receive_buffers: 512,
+            single_shot: false,
         }
     }
 }
@@ -121,6 +126,9 @@ pub struct UringDriver {
     pub(super) now: Instant,
     /// A submission that could not be queued: reported by the next wait.
     pub(super) fatal: Option<io::Error>,
+    /// Multishot `ACCEPT` / `RECV` are used (the probe's trial found them working).
+    pub(super) multishot_accept: bool,
+    pub(super) multishot_recv: bool,
 }
 
 pub(super) fn pool_vec(pool: &mut Vec<Vec<u8>>, mut bytes: Vec<u8>) {
@@ -182,6 +190,7 @@ impl UringDriver {
         let receive_ring =
             BufferRing::new(&ring, options.receive_buffers, buffer_size, BUFFER_GROUP)?;
         let waker = Waker::new()?;
+        let found = super::probe::multishot();
         let now = Instant::now();
         let mut driver = UringDriver {
             ring,
@@ -206,6 +215,8 @@ impl UringDriver {
             waker,
             now,
             fatal: None,
+            multishot_accept: found.accept && !options.single_shot,
+            multishot_recv: found.recv && !options.single_shot,
         };
         driver.arm_waker();
         Ok(driver)
@@ -261,10 +272,22 @@ impl UringDriver {
             return;
         }
         listener.accepting = true;
-        let entry = opcode::AcceptMulti::new(types::Fd(listener.fd))
+        // A single-shot accept completes without IORING_CQE_F_MORE and is re-armed by
+        // `on_accept`, as a multishot one that ended.
+        let entry = if self.multishot_accept {
+            opcode::AcceptMulti::new(types::Fd(listener.fd))
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+        } else {
+            opcode::Accept::new(
+                types::Fd(listener.fd),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
             .flags(libc::SOCK_CLOEXEC)
             .build()
-            .user_data(user_data(Kind::Accept, index, 0));
+        }
+        .user_data(user_data(Kind::Accept, index, 0));
         self.push_plain(entry);
     }
 
@@ -388,9 +411,21 @@ impl UringDriver {
             return;
         };
         connection.flags |= RECV_ACTIVE;
-        let entry = opcode::RecvMulti::new(types::Fd(connection.fd), group)
+        // A single-shot receive selects a ring buffer as well and ends after one
+        // completion; `on_recv` re-arms it only while the server asks for data.
+        let entry = if self.multishot_recv {
+            opcode::RecvMulti::new(types::Fd(connection.fd), group).build()
+        } else {
+            opcode::Recv::new(
+                types::Fd(connection.fd),
+                std::ptr::null_mut(),
+                self.receive_ring.buffer_size() as u32,
+            )
+            .buf_group(group)
             .build()
-            .user_data(user_data(Kind::Recv, slot, connection.generation));
+            .flags(io_uring::squeue::Flags::BUFFER_SELECT)
+        }
+        .user_data(user_data(Kind::Recv, slot, connection.generation));
         self.push_plain(entry);
     }
 
