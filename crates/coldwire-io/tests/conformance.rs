@@ -743,3 +743,31 @@ fn uring_single_shot_fallback_keeps_the_contract() {
     }
     assert_eq!(driver.counters().accepted, 3);
 }
+
+#[path = "seccomp/mod.rs"]
+mod seccomp;
+
+/// Where a seccomp filter refuses `io_uring_setup` (a container's default profile), the
+/// io_uring tests of this suite say `skipped: <reason>` instead of passing silently: this
+/// binary is run again under the filter for one test of each io_uring backend.
+#[test]
+fn io_uring_tests_print_skipped_where_seccomp_refuses_io_uring() {
+    let binary = std::env::current_exe().unwrap();
+    for test in [
+        "uring::accepts_receives_and_sends",
+        "uring_poll::accepts_receives_and_sends",
+    ] {
+        let mut command = std::process::Command::new(&binary);
+        command.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+        let output = seccomp::refuse_io_uring(&mut command, libc::EPERM)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{test} under the filter: {stdout}");
+        assert!(
+            stdout.contains("skipped: ") && stdout.contains("io_uring_setup was refused (EPERM)"),
+            "{test} must print why it skipped: {stdout}"
+        );
+        assert!(stdout.contains("1 passed"), "{test} ran: {stdout}");
+    }
+}
