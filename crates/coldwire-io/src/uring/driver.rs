@@ -17,6 +17,12 @@
 //!   is released only when no operation holds it). A connection closed while a promised
 //!   send is in flight stays in its slot (a zombie, [`super::connection::CLOSING`]) until
 //!   the send completes or [`ZOMBIE_LINGER`] passes;
+//! - files go out as linked `SPLICE` file → pipe → socket pieces ([`super::output`]) and
+//!   socket-to-socket transfers as `SPLICE`/`TEE` ([`super::splice`]); operations io-wq
+//!   runs look their descriptor up late, so they pin the connection's socket until their
+//!   completion ([`super::connection::Connection::pinned`]);
+//! - where the probe's trial finds no multishot accept or receive, single-shot ones are
+//!   used ([`UringOptions::single_shot`]);
 //! - timers stay in the hashed wheel; the wait's timeout is its next deadline.
 //!
 //! Memory safety rests on one rule: memory an in-flight operation points to (a send's
