@@ -294,6 +294,63 @@ fn consecutive_files_on_different_connections_arrive_intact<D: Create>() {
     }
 }
 
+/// A large file sent to a peer that stops reading: closing the connection frees its slot
+/// and ends the connection for the peer (no send left blocked on the peer forever).
+fn closing_a_blocked_file_send_frees_the_slot<D: Create>() {
+    let (listener, address) = listener();
+    let mut driver = driver::<D>();
+    driver.listen(listener).unwrap();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&address.into()).unwrap();
+    let mut client: TcpStream = socket.into();
+    let id = accept_one(&mut driver);
+    let mut file = tempfile();
+    file.write_all(&vec![7u8; 8 << 20]).unwrap();
+    driver.send(
+        id,
+        Chunk::File {
+            file: Arc::new(file),
+            offset: 0,
+            length: 8 << 20,
+        },
+    );
+    assert!(
+        matches!(driver.flush(id), Flush::Pending),
+        "8 MiB cannot go at once"
+    );
+    for _ in 0..10 {
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        while driver.next_completion().is_some() {}
+    }
+    driver.close(id);
+    for _ in 0..20 {
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        while driver.next_completion().is_some() {}
+    }
+    let _next = TcpStream::connect(address).unwrap();
+    let next = accept_one(&mut driver);
+    assert_eq!(
+        next.index(),
+        id.index(),
+        "the closed connection's slot is free again"
+    );
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut sink = vec![0u8; 1 << 16];
+    let mut total = 0usize;
+    loop {
+        match client.read(&mut sink) {
+            Ok(0) => break,
+            Ok(count) => total += count,
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(error) => panic!("the closed connection must end, not time out: {error}"),
+        }
+    }
+    assert!(total < 8 << 20, "the file was cut, not sent whole");
+}
+
 fn tempfile() -> std::fs::File {
     let path = std::env::temp_dir().join(format!(
         "coldwire-io-{}-{:?}",
@@ -684,6 +741,7 @@ macro_rules! conformance {
             #[test] fn lingering_close_never_touches_the_next_connection() { if !skip() { super::lingering_close_never_touches_the_next_connection::<$driver>() } }
             #[test] fn splice_after_a_receive_and_closed_mid_transfer() { if !skip() { super::splice_after_a_receive_and_closed_mid_transfer::<$driver>() } }
             #[test] fn consecutive_files_on_different_connections_arrive_intact() { if !skip() { super::consecutive_files_on_different_connections_arrive_intact::<$driver>() } }
+            #[test] fn closing_a_blocked_file_send_frees_the_slot() { if !skip() { super::closing_a_blocked_file_send_frees_the_slot::<$driver>() } }
             #[test] fn connects_sends_before_established_and_reports_refusal() { if !skip() { super::connects_sends_before_established_and_reports_refusal::<$driver>() } }
             #[test] fn splice_moves_a_length_and_keeps_an_exact_copy() { if !skip() { super::splice_cases::splice_moves_a_length_and_keeps_an_exact_copy(super::driver::<$driver>) } }
             #[test] fn splice_until_end_of_stream_and_reports_an_early_end() { if !skip() { super::splice_cases::splice_until_end_of_stream_and_reports_an_early_end(super::driver::<$driver>) } }

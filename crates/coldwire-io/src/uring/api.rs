@@ -295,6 +295,7 @@ impl Driver for UringDriver {
             }
         } else {
             self.cancel_all(fd);
+            self.cancel_sends(slot, id.generation);
         }
     }
 
@@ -367,6 +368,7 @@ impl Driver for UringDriver {
                 // A promised send that never finished: cut it.
                 let fd = connection.fd;
                 self.cancel_all(fd);
+                self.cancel_sends(id.index(), id.generation);
             } else {
                 self.completions
                     .push_back(Completion::TimerExpired { connection: id });

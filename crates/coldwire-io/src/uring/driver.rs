@@ -774,6 +774,18 @@ impl UringDriver {
         self.push_plain(entry);
     }
 
+    /// Cancels the connection's send and file read by `user_data`: a file piece's splices
+    /// run in io-wq, and one still queued there has no file yet, so [`Self::cancel_all`]
+    /// (by descriptor) would miss it and it could then block on a peer that never reads.
+    pub(super) fn cancel_sends(&mut self, slot: usize, generation: u32) {
+        for kind in [Kind::Read, Kind::Send] {
+            let entry = opcode::AsyncCancel::new(user_data(kind, slot, generation))
+                .build()
+                .user_data(user_data(Kind::Ignored, 0, 0));
+            self.push_plain(entry);
+        }
+    }
+
     /// Frees the slot and closes the socket; no operation points to the slot's memory.
     pub(super) fn finish_close(&mut self, slot: usize) {
         let Some(mut connection) = self.connections.remove(slot) else {
