@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# bench/backends-files.sh — the large-file path: epoll (sendfile) vs uring (READ linked to
-# SENDMSG, 64 KiB pieces), side by side. One worker pinned to CPU $SERVER_CPU serves a file
-# of $FILE_BYTES (above --memory-file-limit, so it is not served from memory) to wrk
-# (-t1 -c$CONNS keep-alive, CPU $CLIENT_CPU) for $DURATION s per run; configurations
-# alternate over $ROUNDS rounds. Reports MB/s and the server's CPU (all threads, schedstat)
-# per MB sent. Output: $OUT/files.csv. Usage: bench/backends-files.sh [OUT_DIR]
+# bench/backends-files.sh — the large-file path: epoll (sendfile) vs uring (SPLICE file →
+# pipe linked to SPLICE pipe → socket, up to 256 KiB pieces), side by side. One worker
+# pinned to CPU $SERVER_CPU serves files of $FILE_SIZES bytes (above --memory-file-limit, so
+# not served from memory) to wrk (-t1 -c$CONNS keep-alive, CPU $CLIENT_CPU) for $DURATION s
+# per run; configurations alternate over $ROUNDS rounds. Reports MB/s and the server's CPU
+# per MB sent: utime + stime of the whole process from /proc/PID/stat, which includes the
+# io_uring io-wq worker threads (iou-wrk-*) even after they exit (per-thread schedstat
+# would lose those). Output: $OUT/files.csv. Usage: bench/backends-files.sh [OUT_DIR]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
@@ -13,7 +15,7 @@ COLDWIRE=${COLDWIRE:-$REPO/target/release/coldwire}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-10}
-FILE_BYTES=${FILE_BYTES:-1048576}
+FILE_SIZES=${FILE_SIZES:-"1048576 16777216"}
 CONFIGS=${CONFIGS:-"epoll uring"}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -21,12 +23,15 @@ die() { echo "backends-files.sh: $*" >&2; exit 1; }
 [ -x "$COLDWIRE" ] || die "$COLDWIRE missing: cargo build --release -p coldwire"
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
-head -c "$FILE_BYTES" /dev/urandom >"$TMP/big.bin"
+for size in $FILE_SIZES; do head -c "$size" /dev/urandom >"$TMP/big-$size.bin"; done
 SERVER_PID=""
 trap '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{sum += $1} END {printf "%.0f", sum}'; }
+TICK=$(getconf CLK_TCK)
+# utime + stime of the whole process (exited threads included), in nanoseconds.
+cpu_ns() { awk -v tick="$TICK" '{sub(/.*\) /, ""); printf "%.0f", ($12 + $13) * 1e9 / tick}' /proc/"$1"/stat; }
 echo "round,config,file_bytes,mb_per_s,server_cpu_ms_per_mb" >"$OUT/files.csv"
 for round in $(seq 1 "$ROUNDS"); do
+  for FILE_BYTES in $FILE_SIZES; do
     for io in $CONFIGS; do
         taskset -c "$SERVER_CPU" "$COLDWIRE" serve --root "$TMP" --listen 127.0.0.1:0 --io "$io" \
             --workers 1 >"$TMP/server.out" 2>"$TMP/server.err" &
@@ -34,9 +39,9 @@ for round in $(seq 1 "$ROUNDS"); do
         for _ in $(seq 200); do grep -q '^listening' "$TMP/server.out" 2>/dev/null && break; sleep 0.05; done
         port=$(sed -n 's|^listening on http://127.0.0.1:||p' "$TMP/server.out")
         [ -n "$port" ] || die "server did not start: $(cat "$TMP/server.err")"
-        taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d1s "http://127.0.0.1:$port/big.bin" >/dev/null
+        taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d1s "http://127.0.0.1:$port/big-$FILE_BYTES.bin" >/dev/null
         cpu0=$(cpu_ns "$SERVER_PID")
-        taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:$port/big.bin" >"$TMP/wrk.out"
+        taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:$port/big-$FILE_BYTES.bin" >"$TMP/wrk.out"
         cpu1=$(cpu_ns "$SERVER_PID")
         python3 - "$TMP/wrk.out" "$cpu0" "$cpu1" "$round" "$io" "$FILE_BYTES" "$DURATION" >>"$OUT/files.csv" <<'PY'
 import re, sys
@@ -49,4 +54,5 @@ PY
         tail -1 "$OUT/files.csv" >&2
         kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
     done
+  done
 done

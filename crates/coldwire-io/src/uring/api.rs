@@ -15,6 +15,7 @@ use super::connection::{
 use super::driver::{
     ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, pool_vec, set_blocking,
 };
+use super::output::bytes_acknowledged;
 use crate::buffer_pool::Buffer;
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
@@ -128,6 +129,24 @@ impl Driver for UringDriver {
         }
     }
 
+    fn supports_splice(&self) -> bool {
+        true
+    }
+
+    fn splice(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+        keep_copy: bool,
+    ) -> io::Result<()> {
+        self.start_splice(source, destination, length, keep_copy)
+    }
+
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.take_copy(destination)
+    }
+
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
         if chunk.is_empty() || !self.is_current(id) {
             return;
@@ -141,6 +160,7 @@ impl Driver for UringDriver {
         {
             connection.output = queue;
         }
+        connection.handed += chunk.len();
         connection.output.push_back(chunk);
     }
 
@@ -183,16 +203,32 @@ impl Driver for UringDriver {
             .get(id.index())
             .filter(|connection| connection.generation == id.generation)
             .map_or(0, |connection| connection.queued_bytes())
+            .saturating_add(self.splice_backlog(id))
     }
 
+    /// Everything handed to the connection for output minus what the peer acknowledged
+    /// (`TCP_INFO`): a splice or linked file piece completes only when all of it is in the
+    /// socket, so the queue alone would not show a slow reader's progress. Falls back to
+    /// queue + `SIOCOUTQ` where `TCP_INFO` is unavailable.
     fn unsent_bytes(&self, id: ConnectionId) -> u64 {
-        let kernel = self
+        let Some(connection) = self
             .connections
             .get(id.index())
             .filter(|connection| connection.generation == id.generation)
-            .and_then(|connection| sys::unacknowledged_bytes(connection.fd).ok())
-            .unwrap_or(0);
-        self.queued_bytes(id) + kernel
+        else {
+            return 0;
+        };
+        let untaken = self.splice_untaken(id);
+        match bytes_acknowledged(connection.fd) {
+            Some(acknowledged) => connection
+                .handed
+                .saturating_sub(acknowledged)
+                .saturating_add(untaken),
+            None => {
+                let kernel = sys::unacknowledged_bytes(connection.fd).unwrap_or(0);
+                self.queued_bytes(id).saturating_add(kernel)
+            }
+        }
     }
 
     fn shutdown_write(&mut self, id: ConnectionId) {
@@ -203,8 +239,7 @@ impl Driver for UringDriver {
             return;
         };
         if connection.output.is_empty() && !connection.memory_in_flight() {
-            let fd = connection.fd;
-            self.push_shutdown(fd);
+            self.push_shutdown(id.index());
         } else {
             connection.flags |= SHUTDOWN_PENDING;
         }
@@ -216,6 +251,9 @@ impl Driver for UringDriver {
         }
         let slot = id.index();
         self.counters.open_connections -= 1;
+        // Before CLOSING is set: a transfer dropped here must not close this connection
+        // under the code below.
+        self.splice_closed(slot);
         let Some(connection) = self.connections.get_mut(slot) else {
             return;
         };
@@ -225,15 +263,19 @@ impl Driver for UringDriver {
         if let Some(stash) = connection.stash.take() {
             self.buffers.give_back(stash);
         }
-        if !connection.memory_in_flight() {
+        if !connection.pinned() {
             self.finish_close(slot);
             return;
         }
         // Output beyond the send in flight will never be written.
-        let in_flight = connection
-            .send
-            .as_ref()
-            .map_or(0, |state| state.chunks_in_flight);
+        let in_flight = if connection.memory_in_flight() {
+            connection
+                .send
+                .as_ref()
+                .map_or(0, |state| state.chunks_in_flight)
+        } else {
+            0
+        };
         while connection.output.len() > in_flight {
             if let Some(Chunk::Owned(bytes)) = connection.output.pop_back() {
                 pool_vec(&mut self.vec_pool, bytes);
@@ -253,6 +295,7 @@ impl Driver for UringDriver {
             }
         } else {
             self.cancel_all(fd);
+            self.cancel_sends(slot, id.generation);
         }
     }
 
@@ -325,6 +368,7 @@ impl Driver for UringDriver {
                 // A promised send that never finished: cut it.
                 let fd = connection.fd;
                 self.cancel_all(fd);
+                self.cancel_sends(id.index(), id.generation);
             } else {
                 self.completions
                     .push_back(Completion::TimerExpired { connection: id });
@@ -400,10 +444,11 @@ impl Drop for UringDriver {
         let deadline = Instant::now() + Duration::from_secs(2);
         let mut reaped = Vec::new();
         loop {
-            let busy = self
-                .connections
-                .iter()
-                .any(|(_, connection)| connection.memory_in_flight());
+            let busy = self.splices.busy()
+                || self
+                    .connections
+                    .iter()
+                    .any(|(_, connection)| connection.memory_in_flight());
             if !busy || Instant::now() >= deadline {
                 break;
             }
@@ -417,6 +462,9 @@ impl Drop for UringDriver {
             reaped.clear();
             self.ring.drain_into(&mut reaped);
             for entry in &reaped {
+                if let Some((Kind::Splice, slot, _)) = decode(entry.user_data()) {
+                    self.splices.settle(slot);
+                }
                 if let Some((kind @ (Kind::Send | Kind::Read), slot, generation)) =
                     decode(entry.user_data())
                     && let Some(connection) = self.connections.get_mut(slot)
@@ -429,11 +477,20 @@ impl Drop for UringDriver {
                 }
             }
         }
+        if !self.splices.busy() {
+            self.splices.close_all();
+        }
         let open: Vec<_> = self
             .connections
-            .iter()
+            .iter_mut()
             .filter(|(_, connection)| !connection.memory_in_flight())
-            .map(|(_, connection)| connection.fd)
+            .map(|(_, connection)| {
+                if let Some(pipe) = connection.send.as_mut().and_then(|state| state.pipe.take()) {
+                    sys::close(pipe.read);
+                    sys::close(pipe.write);
+                }
+                connection.fd
+            })
             .collect();
         for fd in open {
             sys::close(fd);

@@ -36,8 +36,13 @@ pub enum Kind {
     Connect = 5,
     /// Multishot poll on the waker's eventfd.
     Waker = 6,
-    /// Cancellations, closes, shutdowns: completions carry nothing we need.
+    /// Cancellations and closes: completions carry nothing we need.
     Ignored = 7,
+    /// `shutdown(SHUT_WR)`: io-wq runs it and looks the descriptor up only then, so the
+    /// socket must stay open until its completion (see [`SHUTDOWN_IN_FLIGHT`]).
+    Shutdown = 8,
+    /// An operation of a socket-to-socket transfer (`slot` is its destination's).
+    Splice = 9,
 }
 
 impl Kind {
@@ -50,6 +55,8 @@ impl Kind {
             5 => Kind::Connect,
             6 => Kind::Waker,
             7 => Kind::Ignored,
+            8 => Kind::Shutdown,
+            9 => Kind::Splice,
             _ => return None,
         })
     }
@@ -91,6 +98,19 @@ pub const SEND_PROMISED: u16 = 256;
 /// The receive was cancelled because too much unrequested input piled up.
 pub const RECV_THROTTLED: u16 = 512;
 
+/// A `SHUTDOWN` is in flight. io_uring always runs it in an io-wq worker, which resolves
+/// the descriptor *number* when it runs (file assignment is deferred to issue time): closed
+/// before that, the number could already name the next connection's socket — shut down
+/// instead (found by the conformance test `lingering_close_never_touches_the_next_connection`).
+/// A close therefore waits for this completion, as for a send.
+pub const SHUTDOWN_IN_FLIGHT: u16 = 1024;
+
+/// The connection is the source of a running splice (see `splice.rs`): its operations look
+/// the descriptor up in io-wq, so the socket stays open until the transfer is dropped.
+pub const SPLICE_FROM: u16 = 2048;
+/// The connection is the destination of a running splice.
+pub const SPLICE_TO: u16 = 4096;
+
 /// Memory a send hands to the kernel; boxed so its address is stable.
 pub struct SendState {
     /// The gather list (`msghdr.msg_iov` points here).
@@ -109,9 +129,11 @@ pub struct SendState {
     pub chunks_in_flight: usize,
     /// Front-chunk progress at which the file read in flight starts.
     pub read_start: u64,
-    /// File bytes in `file_buffer`: (front-chunk progress of its first byte, length). A
-    /// piece the socket took only in part is sent on from here, not read again.
+    /// File bytes in `file_buffer` or `pipe`: (front-chunk progress of its first byte,
+    /// length). A piece the socket took only in part is sent on from here, not read again.
     pub buffered: Option<(u64, u64)>,
+    /// The pipe file pieces are spliced through, held while the connection sends a file.
+    pub pipe: Option<crate::pipe_pool::Pipe>,
 }
 
 // SAFETY: the raw pointers in `iovecs` and `message` point into this box and into output
@@ -135,6 +157,7 @@ impl SendState {
             chunks_in_flight: 0,
             read_start: 0,
             buffered: None,
+            pipe: None,
         })
     }
 }
@@ -159,6 +182,9 @@ pub struct Connection {
     pub stash: Option<Buffer>,
     /// End of stream (`Ok`) or an error met while no receive was armed.
     pub pending_end: Option<Result<(), std::io::Error>>,
+    /// Bytes handed to this connection for output so far (queued or spliced to it): with
+    /// the peer's acknowledged count, what has not reached the peer yet.
+    pub handed: u64,
 }
 
 impl Connection {
@@ -174,12 +200,20 @@ impl Connection {
             send: None,
             stash: None,
             pending_end: None,
+            handed: 0,
         }
     }
 
     /// Whether a send or file read in flight still owns this connection's memory.
     pub fn memory_in_flight(&self) -> bool {
         self.flags & (SEND_IN_FLIGHT | READ_IN_FLIGHT) != 0
+    }
+
+    /// Whether an operation in flight still needs this connection's slot or descriptor:
+    /// memory (a send, a file read) or the descriptor number (a shutdown, a splice). Closing waits
+    /// for such operations' completions.
+    pub fn pinned(&self) -> bool {
+        self.memory_in_flight() || self.flags & (SHUTDOWN_IN_FLIGHT | SPLICE_FROM | SPLICE_TO) != 0
     }
 
     /// Bytes queued and not yet written.

@@ -17,6 +17,12 @@
 //!   is released only when no operation holds it). A connection closed while a promised
 //!   send is in flight stays in its slot (a zombie, [`super::connection::CLOSING`]) until
 //!   the send completes or [`ZOMBIE_LINGER`] passes;
+//! - files go out as linked `SPLICE` file → pipe → socket pieces ([`super::output`]) and
+//!   socket-to-socket transfers as `SPLICE`/`TEE` ([`super::splice`]); operations io-wq
+//!   runs look their descriptor up late, so they pin the connection's socket until their
+//!   completion ([`super::connection::Connection::pinned`]);
+//! - where the probe's trial finds no multishot accept or receive, single-shot ones are
+//!   used ([`UringOptions::single_shot`]);
 //! - timers stay in the hashed wheel; the wait's timeout is its next deadline.
 //!
 //! Memory safety rests on one rule: memory an in-flight operation points to (a send's
@@ -35,11 +41,12 @@ use io_uring::{cqueue, opcode, types};
 use super::buffers::BufferRing;
 use super::connection::{
     CLOSING, CONNECTING, Connection, Kind, MAX_SLOTS, READ_IN_FLIGHT, RECV_ACTIVE, RECV_ARMED,
-    RECV_THROTTLED, SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_PENDING, SendState, WRITE_WAITING,
-    decode, user_data,
+    RECV_THROTTLED, SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_IN_FLIGHT, SHUTDOWN_PENDING, SendState,
+    WRITE_WAITING, decode, user_data,
 };
 use super::output;
 use super::ring::{Ring, RingOptions};
+use super::splice::Splices;
 use crate::buffer_pool::{Buffer, BufferPool};
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, DriverConfig, ListenerId};
@@ -71,6 +78,10 @@ pub struct UringOptions {
     /// Buffers in the shared receive ring (a power of two): what may arrive in one loop
     /// turn, over all connections.
     pub receive_buffers: u16,
+    /// Use single-shot `ACCEPT` and `RECV` even where the kernel has the multishot forms
+    /// (they are used automatically where the probe's trial finds them missing); for
+    /// tests of that fallback and for comparisons.
+    pub single_shot: bool,
 }
 
 impl Default for UringOptions {
@@ -78,6 +89,7 @@ impl Default for UringOptions {
         UringOptions {
             sqpoll_idle: None,
             receive_buffers: 512,
+            single_shot: false,
         }
     }
 }
@@ -111,6 +123,8 @@ pub struct UringDriver {
     )]
     pub(super) send_pool: Vec<Box<SendState>>,
     pub(super) completions: VecDeque<Completion>,
+    /// Socket-to-socket transfers and their pipes.
+    pub(super) splices: Splices,
     pub(super) reaped: Vec<cqueue::Entry>,
     pub(super) expired: Vec<ConnectionId>,
     pub(super) counters: LoopCounters,
@@ -118,6 +132,9 @@ pub struct UringDriver {
     pub(super) now: Instant,
     /// A submission that could not be queued: reported by the next wait.
     pub(super) fatal: Option<io::Error>,
+    /// Multishot `ACCEPT` / `RECV` are used (the probe's trial found them working).
+    pub(super) multishot_accept: bool,
+    pub(super) multishot_recv: bool,
 }
 
 pub(super) fn pool_vec(pool: &mut Vec<Vec<u8>>, mut bytes: Vec<u8>) {
@@ -179,6 +196,7 @@ impl UringDriver {
         let receive_ring =
             BufferRing::new(&ring, options.receive_buffers, buffer_size, BUFFER_GROUP)?;
         let waker = Waker::new()?;
+        let found = super::probe::multishot();
         let now = Instant::now();
         let mut driver = UringDriver {
             ring,
@@ -196,12 +214,15 @@ impl UringDriver {
             queue_pool: Vec::new(),
             send_pool: Vec::new(),
             completions: VecDeque::new(),
+            splices: Splices::new(),
             reaped: Vec::with_capacity(1024),
             expired: Vec::new(),
             counters: LoopCounters::default(),
             waker,
             now,
             fatal: None,
+            multishot_accept: found.accept && !options.single_shot,
+            multishot_recv: found.recv && !options.single_shot,
         };
         driver.arm_waker();
         Ok(driver)
@@ -257,10 +278,22 @@ impl UringDriver {
             return;
         }
         listener.accepting = true;
-        let entry = opcode::AcceptMulti::new(types::Fd(listener.fd))
+        // A single-shot accept completes without IORING_CQE_F_MORE and is re-armed by
+        // `on_accept`, as a multishot one that ended.
+        let entry = if self.multishot_accept {
+            opcode::AcceptMulti::new(types::Fd(listener.fd))
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+        } else {
+            opcode::Accept::new(
+                types::Fd(listener.fd),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
             .flags(libc::SOCK_CLOEXEC)
             .build()
-            .user_data(user_data(Kind::Accept, index, 0));
+        }
+        .user_data(user_data(Kind::Accept, index, 0));
         self.push_plain(entry);
     }
 
@@ -384,9 +417,21 @@ impl UringDriver {
             return;
         };
         connection.flags |= RECV_ACTIVE;
-        let entry = opcode::RecvMulti::new(types::Fd(connection.fd), group)
+        // A single-shot receive selects a ring buffer as well and ends after one
+        // completion; `on_recv` re-arms it only while the server asks for data.
+        let entry = if self.multishot_recv {
+            opcode::RecvMulti::new(types::Fd(connection.fd), group).build()
+        } else {
+            opcode::Recv::new(
+                types::Fd(connection.fd),
+                std::ptr::null_mut(),
+                self.receive_ring.buffer_size() as u32,
+            )
+            .buf_group(group)
             .build()
-            .user_data(user_data(Kind::Recv, slot, connection.generation));
+            .flags(io_uring::squeue::Flags::BUFFER_SELECT)
+        }
+        .user_data(user_data(Kind::Recv, slot, connection.generation));
         self.push_plain(entry);
     }
 
@@ -498,6 +543,10 @@ impl UringDriver {
             Some(state) => state,
             None => self.send_pool.pop().unwrap_or_else(SendState::new),
         };
+        if state.pipe.is_none() && matches!(connection.output.front(), Some(Chunk::File { .. })) {
+            // Without a pipe (descriptors exhausted) the piece is read and sent instead.
+            state.pipe = self.splices.pipes().take().ok();
+        }
         let (read, send) = output::prepare(connection, &mut state, slot);
         connection.send = Some(state);
         if let Some(read) = read {
@@ -571,8 +620,9 @@ impl UringDriver {
         let keep_buffer = state.is_file_piece && written < state.requested;
         if keep_buffer {
             connection.send = Some(state);
-        } else if self.send_pool.len() < MAX_POOLED {
-            self.send_pool.push(state);
+        } else {
+            // The whole piece left: its pipe is empty.
+            self.recycle_send_state(state, true);
         }
         self.counters.bytes_sent += written;
         self.consume_output(slot, written);
@@ -580,7 +630,7 @@ impl UringDriver {
             return;
         };
         if connection.flags & CLOSING != 0 {
-            if connection.memory_in_flight() {
+            if connection.pinned() {
                 return;
             }
             // A promised send that went out in part continues; anything else ends here.
@@ -620,16 +670,53 @@ impl UringDriver {
         }
         if connection.flags & SHUTDOWN_PENDING != 0 {
             connection.flags &= !SHUTDOWN_PENDING;
-            let fd = connection.fd;
-            self.push_shutdown(fd);
+            self.push_shutdown(slot);
         }
     }
 
-    pub(super) fn push_shutdown(&mut self, fd: RawFd) {
-        let entry = opcode::Shutdown::new(types::Fd(fd), libc::SHUT_WR)
+    /// Queues `shutdown(SHUT_WR)` for the connection in `slot`; it pins the descriptor
+    /// until its completion ([`SHUTDOWN_IN_FLIGHT`]).
+    pub(super) fn push_shutdown(&mut self, slot: usize) {
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return;
+        };
+        if connection.flags & SHUTDOWN_IN_FLIGHT != 0 {
+            return;
+        }
+        connection.flags |= SHUTDOWN_IN_FLIGHT;
+        let entry = opcode::Shutdown::new(types::Fd(connection.fd), libc::SHUT_WR)
             .build()
-            .user_data(user_data(Kind::Ignored, 0, 0));
+            .user_data(user_data(Kind::Shutdown, slot, connection.generation));
         self.push_plain(entry);
+    }
+
+    /// A shutdown finished: a connection closed meanwhile can now let go of its socket.
+    fn on_shutdown(&mut self, slot: usize, generation: u32) {
+        let Some(connection) = self
+            .connections
+            .get_mut(slot)
+            .filter(|connection| connection.generation == generation)
+        else {
+            return;
+        };
+        connection.flags &= !SHUTDOWN_IN_FLIGHT;
+        if connection.flags & CLOSING != 0 && !connection.pinned() {
+            self.finish_close(slot);
+        }
+    }
+
+    /// Pools a send state no operation uses any more; its pipe goes back to the pipe pool
+    /// (closed unless `pipe_empty`), and what it buffered is forgotten — it described the
+    /// previous user's file.
+    fn recycle_send_state(&mut self, mut state: Box<SendState>, pipe_empty: bool) {
+        state.buffered = None;
+        state.file_read = None;
+        if let Some(pipe) = state.pipe.take() {
+            self.splices.pipes().give_back(pipe, pipe_empty);
+        }
+        if self.send_pool.len() < MAX_POOLED {
+            self.send_pool.push(state);
+        }
     }
 
     /// Drops `written` bytes from the front of the output queue.
@@ -687,22 +774,33 @@ impl UringDriver {
         self.push_plain(entry);
     }
 
+    /// Cancels the connection's send and file read by `user_data`: a file piece's splices
+    /// run in io-wq, and one still queued there has no file yet, so [`Self::cancel_all`]
+    /// (by descriptor) would miss it and it could then block on a peer that never reads.
+    pub(super) fn cancel_sends(&mut self, slot: usize, generation: u32) {
+        for kind in [Kind::Read, Kind::Send] {
+            let entry = opcode::AsyncCancel::new(user_data(kind, slot, generation))
+                .build()
+                .user_data(user_data(Kind::Ignored, 0, 0));
+            self.push_plain(entry);
+        }
+    }
+
     /// Frees the slot and closes the socket; no operation points to the slot's memory.
     pub(super) fn finish_close(&mut self, slot: usize) {
         let Some(mut connection) = self.connections.remove(slot) else {
             return;
         };
-        debug_assert!(!connection.memory_in_flight());
+        debug_assert!(!connection.pinned());
         if let Some(timer) = connection.timer.take() {
             self.timers.cancel(timer);
         }
         if let Some(stash) = connection.stash.take() {
             self.buffers.give_back(stash);
         }
-        if let Some(state) = connection.send.take()
-            && self.send_pool.len() < MAX_POOLED
-        {
-            self.send_pool.push(state);
+        if let Some(state) = connection.send.take() {
+            let pipe_empty = state.buffered.is_none();
+            self.recycle_send_state(state, pipe_empty);
         }
         for chunk in connection.output.drain(..) {
             if let Chunk::Owned(bytes) = chunk {
@@ -784,8 +882,15 @@ impl UringDriver {
         let flags = entry.flags();
         match kind {
             Kind::Accept => self.on_accept(slot, result, cqueue::more(flags)),
-            Kind::Recv => self.on_recv(slot, generation, result, flags),
-            Kind::Send => self.on_send(slot, generation, result),
+            Kind::Recv => {
+                self.on_recv(slot, generation, result, flags);
+                self.splice_poke(slot);
+            }
+            Kind::Send => {
+                self.on_send(slot, generation, result);
+                self.splice_poke(slot);
+            }
+            Kind::Splice => self.on_splice(slot, generation, result),
             Kind::Read => self.on_read(slot, generation, result),
             Kind::Connect => self.on_connect(slot, generation, result),
             Kind::Waker => {
@@ -795,6 +900,7 @@ impl UringDriver {
                     self.arm_waker();
                 }
             }
+            Kind::Shutdown => self.on_shutdown(slot, generation),
             Kind::Ignored => {}
         }
     }

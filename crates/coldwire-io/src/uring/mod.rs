@@ -1,7 +1,8 @@
 //! io_uring support: the ring as one loop drives it ([`ring`]), the probe that says
 //! whether io_uring is usable here ([`mod@probe`]), and the completion driver
 //! [`UringDriver`] ([`driver`], [`api`]) with its provided-buffer ring ([`buffers`]),
-//! per-connection state ([`connection`]) and sends ([`output`]). The readiness-only
+//! per-connection state ([`connection`]), sends ([`output`]) and socket-to-socket
+//! transfers ([`mod@splice`]). The readiness-only
 //! backend, `uring-poll`, is [`crate::uring_poll`].
 
 pub mod api;
@@ -11,6 +12,7 @@ pub mod driver;
 pub mod output;
 pub mod probe;
 pub mod ring;
+pub mod splice;
 
 pub use driver::{UringDriver, UringOptions};
 pub use probe::{Needs, probe};

@@ -1,21 +1,20 @@
 //! Building the io_uring driver's sends: gathered memory chunks go out in one `SENDMSG`
 //! (up to [`super::GATHER`] slices, `MSG_MORE` when more output follows); a file range goes
-//! out in pieces, each a `READ` into the connection's send buffer linked (`IOSQE_IO_LINK`)
-//! to the `SENDMSG` of that buffer, so one loop turn moves one piece without a round trip
-//! through user space in between.
+//! out in pieces, each a `SPLICE` file → the connection's pooled pipe linked
+//! (`IOSQE_IO_LINK`) to a `SPLICE` pipe → socket — the sendfile equivalent: page-cache
+//! pages are passed by reference, no byte is copied. Without a pipe (descriptors
+//! exhausted) a piece is a `READ` into the send buffer linked to a `SENDMSG` of it.
 //!
 //! A small send (at most [`WAIT_ALL_LIMIT`] bytes of memory, what a flush may report done
 //! at once) carries `MSG_WAITALL`: io_uring then retries a partial send itself and completes
 //! once everything is in the socket, so it costs exactly one completion. Larger sends do
 //! not: each completes with what the socket took, so the queue shows progress as the peer
-//! reads — what the stalled-write timeout measures (a slow reader must not look stalled
-//! while one big send sits in the kernel).
-
+//! reads — what the stalled-write timeout measures. A splice to a socket completes only
+//! when all of its piece is in the socket (io-wq runs it as a blocking call), so
+//! `unsent_bytes` counts the peer's acknowledgements instead ([`bytes_acknowledged`]).
 //!
-//! Why not `SPLICE` file → pipe → socket: io_uring always runs splice in its io-wq worker
-//! threads (it cannot complete inline), which costs a thread hand-off per piece and CPU
-//! outside the loop's accounting; a page-cache read inline plus a send is cheaper for the
-//! file sizes a static origin serves from disk here (see `docs/backends.md`).
+//! io_uring runs `SPLICE` in io-wq worker threads (never inline): a thread hand-off per
+//! operation, bought back by the copies saved (`docs/backends.md` has the measurement).
 
 use std::os::fd::AsRawFd;
 
@@ -33,7 +32,9 @@ pub const WAIT_ALL_LIMIT: u64 = 64 * 1024;
 pub const FILE_PIECE: usize = 64 * 1024;
 
 /// The submissions that start the next send of `connection` (slot `slot`): one `SENDMSG`,
-/// or a linked `READ` + `SENDMSG` for a file piece. `state` is the connection's send memory;
+/// or for a file piece a linked `SPLICE` file → pipe + `SPLICE` pipe → socket (a linked
+/// `READ` + `SENDMSG` when the state has no pipe). A piece the socket took only in part is
+/// sent on from the pipe (or buffer), not read again. `state` is the connection's send memory;
 /// the entries point into it and into the front output chunks, which therefore must stay
 /// where they are until the send's completion (the connection keeps them).
 pub fn prepare(
@@ -59,6 +60,50 @@ pub fn prepare(
         let reusable = state
             .buffered
             .filter(|&(start, length)| start <= progress && progress < start + length);
+        let file_fd = types::Fd(file.as_raw_fd());
+        if let Some(pipe) = state.pipe.as_ref() {
+            let piece = match reusable {
+                Some((start, buffered)) => {
+                    state.file_read = Some(buffered);
+                    start + buffered - progress
+                }
+                None => {
+                    let piece = (length - progress).min(pipe.capacity as u64);
+                    state.buffered = None;
+                    state.read_start = progress;
+                    read = Some(
+                        opcode::Splice::new(
+                            file_fd,
+                            (offset + progress) as i64,
+                            types::Fd(pipe.write),
+                            -1,
+                            piece as u32,
+                        )
+                        .build()
+                        .flags(squeue::Flags::IO_LINK)
+                        .user_data(user_data(Kind::Read, slot, generation)),
+                    );
+                    piece
+                }
+            };
+            requested = piece;
+            let more = piece < connection.queued_bytes();
+            state.is_file_piece = true;
+            state.chunks_in_flight = 1;
+            state.requested = requested;
+            let send = opcode::Splice::new(
+                types::Fd(pipe.read),
+                -1,
+                types::Fd(connection.fd),
+                -1,
+                piece as u32,
+            )
+            .flags(if more { libc::SPLICE_F_MORE } else { 0 })
+            .build()
+            .user_data(user_data(Kind::Send, slot, generation));
+            connection.flags |= SEND_IN_FLIGHT | if read.is_some() { READ_IN_FLIGHT } else { 0 };
+            return (read, send);
+        }
         if let Some((start, buffered)) = reusable {
             let skip = (progress - start) as usize;
             let piece = (start + buffered - progress) as usize;
@@ -76,15 +121,11 @@ pub fn prepare(
             state.buffered = None;
             state.read_start = progress;
             read = Some(
-                opcode::Read::new(
-                    types::Fd(file.as_raw_fd()),
-                    state.file_buffer.as_mut_ptr(),
-                    piece as u32,
-                )
-                .offset(offset + progress)
-                .build()
-                .flags(squeue::Flags::IO_LINK)
-                .user_data(user_data(Kind::Read, slot, generation)),
+                opcode::Read::new(file_fd, state.file_buffer.as_mut_ptr(), piece as u32)
+                    .offset(offset + progress)
+                    .build()
+                    .flags(squeue::Flags::IO_LINK)
+                    .user_data(user_data(Kind::Read, slot, generation)),
             );
             state.iovecs[0] = libc::iovec {
                 iov_base: state.file_buffer.as_mut_ptr().cast(),
@@ -133,4 +174,25 @@ pub fn prepare(
         .user_data(user_data(Kind::Send, slot, generation));
     connection.flags |= SEND_IN_FLIGHT | if read.is_some() { READ_IN_FLIGHT } else { 0 };
     (read, send)
+}
+
+/// Bytes of this connection the peer has acknowledged (`TCP_INFO`'s `tcpi_bytes_acked`,
+/// Linux 4.2+), or `None` when the socket does not say.
+pub fn bytes_acknowledged(fd: std::os::fd::RawFd) -> Option<u64> {
+    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut length = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `length` bytes into `info`, which is that large,
+    // and stores the length it wrote.
+    let result = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut length,
+        )
+    };
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + size_of::<u64>();
+    (result == 0 && length as usize >= needed).then_some(info.tcpi_bytes_acked)
 }
