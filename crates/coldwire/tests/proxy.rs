@@ -12,7 +12,10 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use proxy_support::{Origin, Proxy, body_of, connect, curl, header, via_proxy};
+use proxy_support::{
+    Origin, Proxy, body_of, connect, connect_through, curl, header, read_rest, start_echo_server,
+    via_proxy,
+};
 
 macro_rules! backend_tests {
     ($($backend:ident),+ $(,)?) => {
@@ -38,6 +41,8 @@ macro_rules! backend_tests {
             stats_endpoint_counts_requests_and_responses,
             hop_by_hop_and_proxy_headers_never_reach_the_origin,
             garbage_request_gets_400,
+            connect_is_limited_to_allowed_ports,
+            access_log_has_a_line_per_response_with_cache_status,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -384,7 +389,10 @@ fn tunnel_to_tls_server(backend: &str, proxy_args: &[&str]) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let proxy = Proxy::start(backend, proxy_args);
+    let port_text = port.to_string();
+    let mut args = vec!["--connect-port", &port_text];
+    args.extend_from_slice(proxy_args);
+    let proxy = Proxy::start(backend, &args);
     let output = curl(&[
         "-k",
         "-x",
@@ -592,4 +600,75 @@ fn hop_by_hop_and_proxy_headers_never_reach_the_origin(backend: &str) {
     assert!(!seen.contains("x-secret"), "{seen}");
     assert!(seen.contains("x-kept: 2"), "{seen}");
     assert!(seen.contains("via: 1.1 coldwire"), "{seen}");
+}
+
+/// CONNECT reaches port 443 only by default: another port gets a 403 that says which flag
+/// allows it; `--connect-port N` and `--connect-any-port` open it.
+fn connect_is_limited_to_allowed_ports(backend: &str) {
+    let echo = start_echo_server();
+    let target = echo.to_string();
+    let proxy = Proxy::start(backend, &[]);
+    let (mut stream, head) = connect_through(&proxy, &target);
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let body = String::from_utf8_lossy(&read_rest(&mut stream)).into_owned();
+    assert!(
+        body.contains(&format!("--connect-port {}", echo.port())),
+        "{body}"
+    );
+    // Port 443 passes the policy (nothing listens there: the answer is 502, not 403).
+    let (_, head) = connect_through(&proxy, "127.0.0.1:443");
+    assert!(head.starts_with("HTTP/1.1 502"), "{head}");
+    let port = echo.port().to_string();
+    for args in [
+        &["--connect-port", &port[..]][..],
+        &["--connect-any-port"][..],
+    ] {
+        let proxy = Proxy::start(backend, args);
+        let (mut stream, head) = connect_through(&proxy, &target);
+        assert!(head.starts_with("HTTP/1.1 200"), "{args:?}: {head}");
+        stream.write_all(b"ping").unwrap();
+        let mut echoed = [0u8; 4];
+        stream.read_exact(&mut echoed).unwrap();
+        assert_eq!(&echoed, b"ping");
+    }
+}
+
+/// Waits (bounded) until the access log holds `lines` lines and returns them.
+fn log_lines(path: &std::path::Path, lines: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let found: Vec<String> = text.lines().map(str::to_owned).collect();
+        if found.len() >= lines || std::time::Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `--access-log`: one Common Log Format line per response, with the cache status and the
+/// upstream time appended.
+fn access_log_has_a_line_per_response_with_cache_status(backend: &str) {
+    let origin = Origin::start();
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("access.log");
+    let proxy = Proxy::start(backend, &["--access-log", path.to_str().unwrap()]);
+    let url = origin.url("/cacheable");
+    via_proxy(&proxy, &[], &url);
+    via_proxy(&proxy, &[], &url);
+    let (_, head) = connect_through(&proxy, &origin.address.to_string());
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let lines = log_lines(&path, 3);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let request = format!("\"GET {url} HTTP/1.1\" 200 14");
+    assert!(lines[0].starts_with("127.0.0.1 - - ["), "{lines:?}");
+    assert!(
+        lines[0].contains(&format!("{request} miss 0.")),
+        "{lines:?}"
+    );
+    assert!(lines[1].ends_with(&format!("{request} hit -")), "{lines:?}");
+    assert!(
+        lines[2].contains(&format!("\"CONNECT {} HTTP/1.1\" 403", origin.address)),
+        "{lines:?}"
+    );
 }

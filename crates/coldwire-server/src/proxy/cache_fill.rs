@@ -128,8 +128,8 @@ impl<D: Driver> Worker<D> {
                         status: CacheStatus::hit(stored.ttl(self.wall_clock)),
                     };
                     let keep_alive = answer.keep_alive;
-                    self.answer_from_store(&answer, output);
-                    let _ = client;
+                    let (status, body_bytes) = self.answer_from_store(&answer, output);
+                    self.log_answer(client, status, body_bytes, Some(answer.status.log_token()));
                     return CacheDecision::Answered(if keep_alive {
                         Routed::Answered
                     } else {
@@ -163,8 +163,12 @@ impl<D: Driver> Worker<D> {
         CacheDecision::Forward(work)
     }
 
-    /// Writes a response from the store into `output`.
-    pub(super) fn answer_from_store(&mut self, answer: &FromStore<'_>, output: &mut Output) {
+    /// Writes a response from the store into `output`; returns its status and body bytes.
+    pub(super) fn answer_from_store(
+        &mut self,
+        answer: &FromStore<'_>,
+        output: &mut Output,
+    ) -> (u16, u64) {
         let stored = answer.stored;
         let status = if answer.not_modified {
             304
@@ -198,6 +202,7 @@ impl<D: Driver> Worker<D> {
         }
         self.http.count_response(status);
         self.http.body_bytes += body_bytes;
+        (status, body_bytes)
     }
 
     /// A `304` answered a revalidation: refresh the stored response and answer the client
@@ -233,8 +238,10 @@ impl<D: Driver> Worker<D> {
             not_modified: client_not_modified(|name| fields.get(name), &refreshed),
             status,
         };
-        self.answer_from_store(&answer, output);
+        let (status, body_bytes) = self.answer_from_store(&answer, output);
+        let upstream = self.wall_clock.duration_since(exchange.request_time).ok();
         let key = key.clone();
+        self.log_line(client, status, body_bytes, "revalidated", upstream);
         if let Ok(response) = Arc::try_unwrap(refreshed) {
             store.insert(&key, response);
         }

@@ -173,6 +173,7 @@ impl<D: Driver> Worker<D> {
         output: &mut Output,
     ) -> Result<Routed, Status> {
         self.http.requests += 1;
+        self.remember_request_line(client, head);
         if client.denied {
             return Ok(self.answer_error(client, head.version(), Status::FORBIDDEN, false, output));
         }
@@ -186,6 +187,17 @@ impl<D: Driver> Worker<D> {
         let destination = match (&target, &config.mode) {
             (Target::Authority(authority), Mode::Forward) => {
                 let (host, port) = split_authority(authority, 443).ok_or(Status::BAD_REQUEST)?;
+                if !config.connect_ports.allows(port) {
+                    let text = Self::connect_port_refusal(port);
+                    return Ok(self.answer_text(
+                        client,
+                        head.version(),
+                        Status::FORBIDDEN,
+                        false,
+                        &text,
+                        output,
+                    ));
+                }
                 let host = host.to_owned();
                 self.queue_pending(client, output);
                 self.start_tunnel(client, host, port);
@@ -279,7 +291,7 @@ impl<D: Driver> Worker<D> {
         );
         self.http.count_response(answer.status);
         self.http.body_bytes += answer.body_bytes;
-        let _ = client;
+        self.log_answer(client, answer.status, answer.body_bytes, None);
         if keep_alive {
             Routed::Answered
         } else {

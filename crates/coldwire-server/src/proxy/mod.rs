@@ -7,14 +7,17 @@
 //! per-connection state), `worker.rs` (the loop and completion dispatch), `client.rs` (the
 //! downstream request path), `forward.rs` (upstream connections and request bodies),
 //! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
-//! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop).
+//! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
+//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log).
 
+mod access;
 pub mod acl;
 mod cache_fill;
 mod client;
 pub mod config;
 mod forward;
 pub mod head;
+pub mod policy;
 pub mod pool;
 pub mod resolver;
 mod response;
@@ -25,4 +28,5 @@ mod worker;
 
 pub use acl::{Acl, Cidr};
 pub use config::{DataPath, Mode, ProxyConfig};
+pub use policy::ConnectPorts;
 pub use server::RunningProxy;

@@ -202,8 +202,10 @@ impl<D: Driver> Worker<D> {
                     Storability::No(reason) => status.detail = Some(reason),
                 }
             }
+            exchange.log_cache = status.log_token();
             cache_status = Some(status);
         }
+        exchange.upstream_time = self.wall_clock.duration_since(exchange.request_time).ok();
         let splice = self.config.data_path == DataPath::Splice
             && self.driver.supports_splice()
             && !exchange.head_only
@@ -376,6 +378,8 @@ impl<D: Driver> Worker<D> {
         }
         self.http.count_response(progress.status);
         self.http.body_bytes += progress.body_bytes;
+        let logged = (exchange.log_cache, exchange.upstream_time);
+        self.log_exchange(client, logged, progress.status, progress.body_bytes);
         if !exchange.keep_alive {
             client.session.close_after_write = true;
             client.session.linger = !matches!(exchange.body, super::state::RequestBody::Done)

@@ -37,6 +37,8 @@ pub struct Client {
     pub tunnel: Option<Tunnel>,
     /// A request body waits for the origin to accept more before reading the client again.
     pub body_blocked: bool,
+    /// The current request's line, for the access log (only when logging).
+    pub request_line: Option<Box<super::access::RequestLine>>,
 }
 
 /// How much of a request body is still to come from the client.
@@ -95,6 +97,10 @@ pub struct Exchange {
     pub response: Option<Progress>,
     /// When the request was sent (for the response's age).
     pub request_time: SystemTime,
+    /// The cache status word for the access log, once the response head is known.
+    pub log_cache: &'static str,
+    /// Request sent to response head received, for the access log.
+    pub upstream_time: Option<std::time::Duration>,
 }
 
 /// A response streaming from the origin to the client.

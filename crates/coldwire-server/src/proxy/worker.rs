@@ -7,6 +7,7 @@
 //! `response.rs`, the cache in `cache_fill.rs`, tunnels in `tunnel.rs`.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::io;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use super::config::ProxyConfig;
 use super::pool::Pool;
 use super::resolver::Resolver;
 use super::state::{Client, Origin, OriginState, Peer};
+use crate::access_log::AccessLog;
 use crate::session::{Phase, Session};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
@@ -38,6 +40,8 @@ pub struct ProxyWorkerContext {
     pub stop: Arc<AtomicBool>,
     /// The cache shared by all workers (`None`: caching off).
     pub store: Option<Arc<Store>>,
+    /// The access log file, when logging.
+    pub access_log: Option<Arc<File>>,
 }
 
 /// Whether a connection stays after a step.
@@ -64,6 +68,7 @@ pub(super) struct Worker<D: Driver> {
     listener: Option<ListenerId>,
     pub(super) drain_deadline: Option<Instant>,
     pub(super) clients: usize,
+    pub(super) log: Option<AccessLog>,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -88,6 +93,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         listener: Some(listener),
         drain_deadline: None,
         clients: 0,
+        log: context.access_log.map(AccessLog::new),
         config,
     };
     worker.run()
@@ -96,9 +102,15 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
 impl<D: Driver> Worker<D> {
     fn run(&mut self) -> io::Result<()> {
         loop {
-            let timeout = self
+            let mut timeout = self
                 .drain_deadline
                 .map(|deadline| deadline.saturating_duration_since(self.driver.now()));
+            if self.log.as_ref().is_some_and(AccessLog::has_pending) {
+                // Buffered log lines go out within a second even when the proxy is quiet.
+                timeout = Some(timeout.map_or(Duration::from_secs(1), |left| {
+                    left.min(Duration::from_secs(1))
+                }));
+            }
             self.driver.wait(timeout)?;
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
@@ -110,10 +122,16 @@ impl<D: Driver> Worker<D> {
             }
             self.publish();
             let now = self.driver.now();
+            if let Some(log) = self.log.as_mut() {
+                log.flush_if_due(now);
+            }
             if let Some(deadline) = self.drain_deadline
                 && (self.clients == 0 || now >= deadline)
             {
                 self.close_everything();
+                if let Some(log) = self.log.as_mut() {
+                    let _ = log.flush();
+                }
                 self.publish();
                 return Ok(());
             }
@@ -221,6 +239,7 @@ impl<D: Driver> Worker<D> {
                     exchange: None,
                     tunnel: None,
                     body_blocked: false,
+                    request_line: None,
                 });
                 *self.slot(connection) = Some(Peer::Client(client));
                 self.clients += 1;

@@ -412,3 +412,54 @@ pub fn backend_available(name: &str) -> bool {
     println!("skipped: {name} is unavailable here: {reason}");
     false
 }
+
+/// A TCP echo server on 127.0.0.1:port-0 (a tunnel's far end): every byte comes back.
+pub fn start_echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut stream = stream;
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut buffer = [0u8; 4096];
+                loop {
+                    match stream.read(&mut buffer) {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => {
+                            if stream.write_all(&buffer[..read]).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    address
+}
+
+/// Sends `CONNECT target` on a new connection to the proxy; returns the connection and
+/// the answer's head (and any body bytes that came with it).
+pub fn connect_through(proxy: &Proxy, target: &str) -> (TcpStream, String) {
+    let mut stream = connect(proxy.address);
+    stream
+        .write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// Reads until the connection closes (bounded by the stream's read timeout).
+pub fn read_rest(stream: &mut TcpStream) -> Vec<u8> {
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    rest
+}
