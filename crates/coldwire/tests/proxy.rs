@@ -43,6 +43,7 @@ macro_rules! backend_tests {
             garbage_request_gets_400,
             connect_is_limited_to_allowed_ports,
             access_log_has_a_line_per_response_with_cache_status,
+            silent_tunnels_are_closed_and_active_ones_kept,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -671,4 +672,48 @@ fn access_log_has_a_line_per_response_with_cache_status(backend: &str) {
         lines[2].contains(&format!("\"CONNECT {} HTTP/1.1\" 403", origin.address)),
         "{lines:?}"
     );
+}
+
+/// `--idle-timeout` on CONNECT tunnels, copied and spliced: a tunnel with traffic every
+/// 300 ms outlives several 1 s timeouts; one silent both ways is closed by the proxy.
+fn silent_tunnels_are_closed_and_active_ones_kept(backend: &str) {
+    let echo = start_echo_server();
+    let port = echo.port().to_string();
+    for data_path in ["copy", "splice"] {
+        let proxy = Proxy::start(
+            backend,
+            &[
+                "--connect-port",
+                &port,
+                "--idle-timeout",
+                "1",
+                "--data-path",
+                data_path,
+            ],
+        );
+        let (mut active, head) = connect_through(&proxy, &echo.to_string());
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        let (mut silent, head) = connect_through(&proxy, &echo.to_string());
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        silent.write_all(b"once").unwrap();
+        let mut echoed = [0u8; 4];
+        silent.read_exact(&mut echoed).unwrap();
+        for round in 0..10 {
+            active.write_all(b"ping").unwrap();
+            active
+                .read_exact(&mut echoed)
+                .unwrap_or_else(|error| panic!("{data_path}: round {round}: {error}"));
+            assert_eq!(&echoed, b"ping");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // The silent one has been closed by now (its read ends), well before the test's
+        // 20 s read timeout would report an error instead.
+        let rest = read_rest(&mut silent);
+        assert!(rest.is_empty(), "{data_path}: {rest:?}");
+        let mut probe = [0u8; 1];
+        assert!(
+            matches!(silent.read(&mut probe), Ok(0)),
+            "{data_path}: the silent tunnel is closed"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! downstream request path), `forward.rs` (upstream connections and request bodies),
 //! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
 //! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
-//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log).
+//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels).
 
 mod access;
 pub mod acl;
@@ -24,6 +24,7 @@ mod response;
 pub mod server;
 mod state;
 mod tunnel;
+mod tunnel_idle;
 mod worker;
 
 pub use acl::{Acl, Cidr};

@@ -148,6 +148,8 @@ pub struct Tunnel {
     pub origin_done: bool,
     /// Both directions are spliced by the driver.
     pub spliced: bool,
+    /// Bytes both splices had delivered at the last idle check.
+    pub spliced_seen: u64,
 }
 
 /// What an upstream connection is doing.

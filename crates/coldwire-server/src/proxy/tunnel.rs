@@ -27,6 +27,7 @@ impl<D: Driver> Worker<D> {
             client_done: false,
             origin_done: false,
             spliced: false,
+            spliced_seen: 0,
         });
         client.session.enter(&mut self.driver, Phase::Idle);
         let due = self.upstream_deadline();

@@ -302,10 +302,8 @@ impl<D: Driver> Worker<D> {
         }
         let now = self.driver.now();
         if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
-            // A spliced tunnel's traffic never passes through here, so its silence cannot
-            // be told from activity: it lasts until either side closes.
-            session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
-            return Step::Keep;
+            // Its bytes never pass through here: the driver says whether they moved.
+            return self.spliced_tunnel_deadline(client);
         }
         match session.phase {
             Phase::Idle if client.exchange.is_some() => {
