@@ -407,6 +407,15 @@ impl Store {
         }
     }
 
+    /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
+    pub fn purge(&self, key: &str) -> u64 {
+        let mut shard = self.shard(key);
+        match shard.index.get(key) {
+            Some(&slot) => shard.remove_slot(slot),
+            None => 0,
+        }
+    }
+
     /// Starts collecting a response for the store, unless its announced length is already
     /// over the per-object limit.
     pub fn begin_fill(&self, key: String, announced_length: Option<u64>) -> Option<Fill> {
@@ -528,6 +537,28 @@ mod tests {
             max_object: 10_000,
             shards: 1,
         })
+    }
+
+    #[test]
+    fn purge_removes_every_variant() {
+        let store = Store::new(StoreConfig::default());
+        let mut french = Fields::new();
+        french.push("Accept-Language", b"fr");
+        let vary_on = |request: &Fields| {
+            let mut response = Fields::new();
+            response.push("Vary", b"Accept-Language");
+            VaryKey::new(&response, |name: &str| {
+                request.values(name).collect::<Vec<_>>()
+            })
+        };
+        let mut german = Fields::new();
+        german.push("Accept-Language", b"de");
+        assert!(store.insert("http://a/", response(10, vary_on(&french))));
+        assert!(store.insert("http://a/", response(10, vary_on(&german))));
+        assert_eq!(store.purge("http://a/"), 2);
+        assert_eq!(store.purge("http://a/"), 0);
+        assert_eq!(store.counters().objects, 0);
+        assert_eq!(store.counters().bytes, 0);
     }
 
     #[test]

@@ -44,6 +44,7 @@ macro_rules! backend_tests {
             connect_is_limited_to_allowed_ports,
             access_log_has_a_line_per_response_with_cache_status,
             silent_tunnels_are_closed_and_active_ones_kept,
+            purge_removes_every_variant_for_allowed_clients_only,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -716,4 +717,55 @@ fn silent_tunnels_are_closed_and_active_ones_kept(backend: &str) {
             "{data_path}: the silent tunnel is closed"
         );
     }
+}
+
+/// `PURGE URL`: 200 when something was removed (every Vary variant: both languages go to
+/// the origin again afterwards), 404 when nothing is cached, 403 outside the ACL.
+fn purge_removes_every_variant_for_allowed_clients_only(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start_on("0.0.0.0:0", backend, &[]);
+    let local = format!("http://127.0.0.1:{}", proxy.address.port());
+    let url = origin.url("/vary");
+    let get = |language: &str| {
+        let output = curl(&[
+            "-x",
+            &local,
+            "-H",
+            &format!("Accept-Language: {language}"),
+            &url,
+        ]);
+        assert_eq!(output.code, 0);
+        output.stdout
+    };
+    let purge = |proxy_url: &str| {
+        let output = curl(&["-i", "-x", proxy_url, "-X", "PURGE", &url]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    get("fr");
+    get("de");
+    get("fr");
+    assert_eq!(origin.requests("/vary"), 2, "two variants stored");
+    if let Some(address) = non_loopback_address() {
+        let outside = format!("http://{address}:{}", proxy.address.port());
+        let answer = purge(&outside);
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    } else {
+        println!("skipped the 403 part: this machine has no non-loopback IPv4 address");
+    }
+    let answer = purge(&local);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("purged 2"), "{answer}");
+    assert_eq!(get("fr"), b"language=fr");
+    assert_eq!(get("de"), b"language=de");
+    assert_eq!(origin.requests("/vary"), 4, "both variants were gone");
+    let answer = purge(&local);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answer = purge(&local);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(answer.contains("nothing cached"), "{answer}");
+    assert_eq!(
+        origin.requests("/vary"),
+        4,
+        "PURGE never reaches the origin"
+    );
 }

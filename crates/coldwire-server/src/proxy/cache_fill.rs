@@ -38,6 +38,16 @@ pub(super) fn client_not_modified<'a>(
     }
 }
 
+/// The cache key of a request: `http://authority/path?query`, the authority lowercased.
+pub(super) fn cache_key(destination: &Destination<'_>) -> String {
+    let mut key =
+        String::with_capacity(16 + destination.authority.len() + destination.path_and_query.len());
+    key.push_str("http://");
+    key.push_str(&destination.authority.to_ascii_lowercase());
+    key.push_str(destination.path_and_query);
+    key
+}
+
 /// What the cache decided for a request.
 pub(super) enum CacheDecision {
     /// Answered from the store (or refused with `only-if-cached`).
@@ -91,12 +101,7 @@ impl<D: Driver> Worker<D> {
         let Some(store) = self.store.clone() else {
             return CacheDecision::Forward(bypass());
         };
-        let mut key = String::with_capacity(
-            16 + destination.authority.len() + destination.path_and_query.len(),
-        );
-        key.push_str("http://");
-        key.push_str(&destination.authority.to_ascii_lowercase());
-        key.push_str(destination.path_and_query);
+        let key = cache_key(destination);
         if !head.method().is_get_or_head() {
             if !matches!(head.method(), Method::Options | Method::Trace) {
                 // An unsafe method invalidates what is stored for its target (RFC 9111 §4.4).

@@ -12,6 +12,7 @@ use coldwire_io::{Buffer, Driver, Flush};
 use super::cache_fill::CacheDecision;
 use super::config::Mode;
 use super::head::via_hops;
+use super::purge::is_purge;
 use super::state::{Client, RequestBody};
 use super::worker::{Step, Worker};
 use crate::origin::error_response;
@@ -195,6 +196,7 @@ impl<D: Driver> Worker<D> {
                         Status::FORBIDDEN,
                         false,
                         &text,
+                        None,
                         output,
                     ));
                 }
@@ -249,6 +251,9 @@ impl<D: Driver> Worker<D> {
             BodyFraming::Length(length) => RequestBody::Length(length),
             BodyFraming::Chunked => RequestBody::Chunked(Box::default()),
         };
+        if is_purge(head) {
+            return Ok(self.purge(client, head, &destination, output));
+        }
         let cache = match self.try_cache(client, head, &destination, output) {
             CacheDecision::Answered(answered) => return Ok(answered),
             CacheDecision::Forward(cache) => cache,

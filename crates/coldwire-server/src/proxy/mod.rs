@@ -8,7 +8,7 @@
 //! downstream request path), `forward.rs` (upstream connections and request bodies),
 //! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
 //! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
-//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels).
+//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE).
 
 mod access;
 pub mod acl;
@@ -19,6 +19,7 @@ mod forward;
 pub mod head;
 pub mod policy;
 pub mod pool;
+mod purge;
 pub mod resolver;
 mod response;
 pub mod server;

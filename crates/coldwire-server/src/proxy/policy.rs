@@ -82,6 +82,7 @@ impl<D: Driver> Worker<D> {
         status: Status,
         keep_alive: bool,
         text: &str,
+        cache: Option<&str>,
         output: &mut Output,
     ) -> Routed {
         let date = *self.date.bytes();
@@ -95,7 +96,7 @@ impl<D: Driver> Worker<D> {
         );
         self.http.count_response(status.code());
         self.http.body_bytes += length;
-        self.log_answer(client, status.code(), length, None);
+        self.log_answer(client, status.code(), length, cache);
         if keep_alive {
             Routed::Answered
         } else {
