@@ -12,6 +12,7 @@ use coldwire_io::{Buffer, Driver, Flush};
 use super::cache_fill::CacheDecision;
 use super::config::Mode;
 use super::head::via_hops;
+use super::policy::TextAnswer;
 use super::purge::is_purge;
 use super::state::{Client, RequestBody};
 use super::worker::{Step, Worker};
@@ -190,15 +191,14 @@ impl<D: Driver> Worker<D> {
                 let (host, port) = split_authority(authority, 443).ok_or(Status::BAD_REQUEST)?;
                 if !config.connect_ports.allows(port) {
                     let text = Self::connect_port_refusal(port);
-                    return Ok(self.answer_text(
-                        client,
-                        head.version(),
-                        Status::FORBIDDEN,
-                        false,
-                        &text,
-                        None,
-                        output,
-                    ));
+                    let answer = TextAnswer {
+                        version: head.version(),
+                        status: Status::FORBIDDEN,
+                        keep_alive: false,
+                        text: &text,
+                        cache: None,
+                    };
+                    return Ok(self.answer_text(client, &answer, output));
                 }
                 let host = host.to_owned();
                 self.queue_pending(client, output);

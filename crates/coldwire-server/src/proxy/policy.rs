@@ -73,18 +73,36 @@ pub fn write_text_response(
     length
 }
 
+/// A plain-text answer the proxy makes itself.
+#[derive(Clone, Copy)]
+pub(super) struct TextAnswer<'a> {
+    /// The request's version.
+    pub version: Version,
+    /// Status.
+    pub status: Status,
+    /// Whether the connection stays open.
+    pub keep_alive: bool,
+    /// The body (a line end is added).
+    pub text: &'a str,
+    /// The access log's cache status word, if the cache played a part.
+    pub cache: Option<&'a str>,
+}
+
 impl<D: Driver> Worker<D> {
     /// Queues a plain-text answer saying why (for refusals a user must understand).
     pub(super) fn answer_text(
         &mut self,
         client: &mut Client,
-        version: Version,
-        status: Status,
-        keep_alive: bool,
-        text: &str,
-        cache: Option<&str>,
+        answer: &TextAnswer<'_>,
         output: &mut Output,
     ) -> Routed {
+        let TextAnswer {
+            version,
+            status,
+            keep_alive,
+            text,
+            cache,
+        } = *answer;
         let date = *self.date.bytes();
         let length = write_text_response(
             output.bytes(&mut self.driver),

@@ -8,6 +8,7 @@ use coldwire_io::Driver;
 
 use super::cache_fill::cache_key;
 use super::client::{Destination, Routed};
+use super::policy::TextAnswer;
 use super::state::Client;
 use super::worker::Worker;
 use crate::output::Output;
@@ -47,14 +48,13 @@ impl<D: Driver> Worker<D> {
         } else {
             (Status::NOT_FOUND, format!("nothing cached for {key}"))
         };
-        self.answer_text(
-            client,
-            head.version(),
+        let answer = TextAnswer {
+            version: head.version(),
             status,
             keep_alive,
-            &text,
-            Some("purge"),
-            output,
-        )
+            text: &text,
+            cache: Some("purge"),
+        };
+        self.answer_text(client, &answer, output)
     }
 }
