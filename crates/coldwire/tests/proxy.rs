@@ -45,6 +45,7 @@ macro_rules! backend_tests {
             access_log_has_a_line_per_response_with_cache_status,
             silent_tunnels_are_closed_and_active_ones_kept,
             purge_removes_every_variant_for_allowed_clients_only,
+            ranges_are_served_from_cached_objects,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -767,5 +768,35 @@ fn purge_removes_every_variant_for_allowed_clients_only(backend: &str) {
         origin.requests("/vary"),
         4,
         "PURGE never reaches the origin"
+    );
+}
+
+/// A `Range` on a hit is cut from the cached object: 206 with `Content-Range`, 416 when
+/// unsatisfiable, the whole 200 when `If-Range` does not match; the origin is not asked.
+/// On a miss the request goes as it came (this origin ignores `Range`: a full 200).
+fn ranges_are_served_from_cached_objects(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let url = origin.url("/cacheable");
+    let (status, _, body) = via_proxy(&proxy, &["-r", "0-8"], &url);
+    assert_eq!((status, &body[..]), (200, &b"cacheable body"[..]), "miss");
+    let (status, head, body) = via_proxy(&proxy, &["-r", "0-8"], &url);
+    assert_eq!((status, &body[..]), (206, &b"cacheable"[..]), "{head}");
+    assert_eq!(header(&head, "content-range"), Some("bytes 0-8/14"));
+    assert!(header(&head, "cache-status").unwrap().contains("hit"));
+    let (status, head, body) = via_proxy(&proxy, &["-r", "-4"], &url);
+    assert_eq!((status, &body[..]), (206, &b"body"[..]), "{head}");
+    assert_eq!(header(&head, "content-range"), Some("bytes 10-13/14"));
+    let (status, head, body) = via_proxy(&proxy, &["-r", "100-"], &url);
+    assert_eq!((status, body.len()), (416, 0), "{head}");
+    assert_eq!(header(&head, "content-range"), Some("bytes */14"));
+    let (status, _, body) = via_proxy(&proxy, &["-r", "0-8", "-H", "If-Range: \"v1\""], &url);
+    assert_eq!((status, &body[..]), (206, &b"cacheable"[..]));
+    let (status, _, body) = via_proxy(&proxy, &["-r", "0-8", "-H", "If-Range: \"v0\""], &url);
+    assert_eq!((status, &body[..]), (200, &b"cacheable body"[..]));
+    assert_eq!(
+        origin.requests("/cacheable"),
+        1,
+        "every range came from the cache"
     );
 }

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use coldwire_cache::{CacheControl, CacheStatus, Fields, Forward, Lookup, StoredResponse};
 use coldwire_http::etag::list_matches;
-use coldwire_http::{ETag, Method, RequestHead, Version, parse_http_date};
+use coldwire_http::{ETag, Method, RangeOutcome, RequestHead, Version, parse_http_date};
 use coldwire_io::{Chunk, Driver};
 
+use super::cache_range::{add_content_range, range_for, slice_body};
 use super::client::{Destination, Routed};
 use super::head::{ClientFraming, ClientHead, write_client_head};
 use super::state::{CacheWork, Client};
@@ -64,6 +65,8 @@ pub(super) struct FromStore<'a> {
     pub head_only: bool,
     pub not_modified: bool,
     pub status: CacheStatus,
+    /// The byte range asked for (`Full` when none applies).
+    pub range: RangeOutcome,
 }
 
 fn request_directives(head: &RequestHead<'_>) -> CacheControl {
@@ -131,6 +134,7 @@ impl<D: Driver> Worker<D> {
                         head_only: head.method() == Method::Head,
                         not_modified: client_not_modified(|name| head.header(name), &stored),
                         status: CacheStatus::hit(stored.ttl(self.wall_clock)),
+                        range: range_for(head, &stored),
                     };
                     let keep_alive = answer.keep_alive;
                     let (status, body_bytes) = self.answer_from_store(&answer, output);
@@ -175,15 +179,18 @@ impl<D: Driver> Worker<D> {
         output: &mut Output,
     ) -> (u16, u64) {
         let stored = answer.stored;
-        let status = if answer.not_modified {
-            304
+        let range = if answer.not_modified {
+            RangeOutcome::Full
         } else {
-            stored.status
+            answer.range
         };
-        let framing = if answer.not_modified {
-            ClientFraming::Empty(None)
-        } else {
-            ClientFraming::Length(stored.body_len)
+        let (status, framing) = match range {
+            _ if answer.not_modified => (304, ClientFraming::Empty(None)),
+            RangeOutcome::Full => (stored.status, ClientFraming::Length(stored.body_len)),
+            RangeOutcome::Partial { .. } => {
+                (206, ClientFraming::Length(range.partial_len().unwrap_or(0)))
+            }
+            RangeOutcome::Unsatisfiable => (416, ClientFraming::Length(0)),
         };
         let head = ClientHead {
             version: answer.version,
@@ -197,10 +204,24 @@ impl<D: Driver> Worker<D> {
             cache_status: Some(answer.status),
             date: self.date.bytes(),
         };
-        write_client_head(output.bytes(&mut self.driver), &head);
+        let out = output.bytes(&mut self.driver);
+        write_client_head(out, &head);
+        add_content_range(out, range, stored.body_len);
         let mut body_bytes = 0;
+        let sliced;
+        let body = match range {
+            RangeOutcome::Full => &stored.body,
+            RangeOutcome::Partial {
+                start,
+                end_inclusive,
+            } => {
+                sliced = slice_body(&stored.body, start, end_inclusive);
+                &sliced
+            }
+            RangeOutcome::Unsatisfiable => &Vec::new(),
+        };
         if !answer.not_modified && !answer.head_only {
-            for piece in &stored.body {
+            for piece in body {
                 body_bytes += piece.len() as u64;
                 output.chunk(&mut self.driver, Chunk::Shared(piece.clone()));
             }
@@ -242,6 +263,8 @@ impl<D: Driver> Worker<D> {
             head_only: exchange.head_only,
             not_modified: client_not_modified(|name| fields.get(name), &refreshed),
             status,
+            // Ranges are served from fresh hits only; after a 304 the whole body goes.
+            range: RangeOutcome::Full,
         };
         let (status, body_bytes) = self.answer_from_store(&answer, output);
         let upstream = self.wall_clock.duration_since(exchange.request_time).ok();

@@ -8,11 +8,13 @@
 //! downstream request path), `forward.rs` (upstream connections and request bodies),
 //! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
 //! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
-//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE).
+//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE), `cache_range.rs`
+//! (byte ranges from the cache).
 
 mod access;
 pub mod acl;
 mod cache_fill;
+mod cache_range;
 mod client;
 pub mod config;
 mod forward;
