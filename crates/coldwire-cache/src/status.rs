@@ -74,13 +74,13 @@ impl CacheStatus {
     /// (nothing usable stored), `refreshed` (a stale entry was replaced by the origin's new
     /// answer), `client-refresh` (the request's `no-cache`) or `bypass`.
     pub fn log_token(&self) -> &'static str {
+        if self
+            .detail
+            .is_some_and(|detail| detail.starts_with("stale-"))
+        {
+            return "stale";
+        }
         match self.forward {
-            None if self
-                .detail
-                .is_some_and(|detail| detail.starts_with("stale")) =>
-            {
-                "stale"
-            }
             None => "hit",
             Some(Forward::Stale) if self.forward_status == Some(304) => "revalidated",
             Some(Forward::Stale) => "refreshed",

@@ -46,6 +46,8 @@ macro_rules! backend_tests {
             silent_tunnels_are_closed_and_active_ones_kept,
             purge_removes_every_variant_for_allowed_clients_only,
             ranges_are_served_from_cached_objects,
+            stale_while_revalidate_answers_at_once_and_refreshes_once,
+            stale_if_error_answers_when_the_origin_fails,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -798,5 +800,98 @@ fn ranges_are_served_from_cached_objects(backend: &str) {
         origin.requests("/cacheable"),
         1,
         "every range came from the cache"
+    );
+}
+
+/// `stale-while-revalidate`: stale hits are answered at once, marked stale, and one
+/// background revalidation (the origin takes 2 s to answer it) refreshes the entry.
+fn stale_while_revalidate_answers_at_once_and_refreshes_once(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let url = origin.url("/swr");
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"swr body"[..]));
+    for _ in 0..3 {
+        let (status, head, body) = via_proxy(&proxy, &[], &url);
+        assert_eq!((status, &body[..]), (200, &b"swr body"[..]), "{head}");
+        let cache_status = header(&head, "cache-status").unwrap();
+        assert!(
+            cache_status.contains("hit") && cache_status.contains("stale-while-revalidate"),
+            "{head}"
+        );
+        assert!(header(&head, "x-refreshed").is_none(), "{head}");
+    }
+    // max-stale accepts the stale entry without starting another revalidation: poll
+    // (bounded) until the refreshed fields show.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, head, _) = via_proxy(&proxy, &["-H", "Cache-Control: max-stale"], &url);
+        if header(&head, "x-refreshed") == Some("yes") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never refreshed: {head}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        origin.requests("/swr"),
+        2,
+        "one miss, one background revalidation"
+    );
+    assert_eq!(origin.conditional("/swr"), 1);
+}
+
+/// `stale-if-error`: a 5xx or an unreachable origin is answered with the stored response
+/// within the window (response or request directive); without a window the error passes.
+fn stale_if_error_answers_when_the_origin_fails(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &["--upstream-timeout", "5"]);
+    let url = origin.url("/flaky?cc=max-age=0,_stale-if-error=60");
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"flaky body"[..]));
+    let (status, head, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"flaky body"[..]), "{head}");
+    let cache_status = header(&head, "cache-status").unwrap();
+    assert!(
+        cache_status.contains("fwd-status=500") && cache_status.contains("stale-if-error"),
+        "{head}"
+    );
+    assert_eq!(origin.requests("/flaky?cc=max-age=0,_stale-if-error=60"), 2);
+    // No window in the response: the 500 passes, unless the request grants one.
+    let url = origin.url("/flaky?cc=max-age=0");
+    via_proxy(&proxy, &[], &url);
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (500, &b"origin broke"[..]));
+    let (status, _, body) = via_proxy(&proxy, &["-H", "Cache-Control: stale-if-error=60"], &url);
+    assert_eq!((status, &body[..]), (200, &b"flaky body"[..]));
+    // An origin that is gone: connection refused instead of 502.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let once = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nCache-Control: max-age=0, stale-if-error=60\r\n\
+              Connection: close\r\nContent-Length: 9\r\n\r\nlast word",
+        );
+        // The listener closes here: later connections are refused.
+    });
+    let url = format!("http://{address}/gone");
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"last word"[..]));
+    once.join().unwrap();
+    let (status, head, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"last word"[..]), "{head}");
+    assert!(
+        header(&head, "cache-status")
+            .unwrap()
+            .contains("stale-if-error"),
+        "{head}"
     );
 }

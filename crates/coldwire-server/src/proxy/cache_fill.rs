@@ -117,7 +117,7 @@ impl<D: Driver> Worker<D> {
         // The request's fields are kept only for what goes forward (Vary, conditionals
         // after a 304): a hit copies nothing.
         let mut work = CacheWork {
-            key: Some(key),
+            key: None,
             forward: Forward::UriMiss,
             stored: None,
             request_directives: directives,
@@ -139,6 +139,30 @@ impl<D: Driver> Worker<D> {
                     let keep_alive = answer.keep_alive;
                     let (status, body_bytes) = self.answer_from_store(&answer, output);
                     self.log_answer(client, status, body_bytes, Some(answer.status.log_token()));
+                    return CacheDecision::Answered(if keep_alive {
+                        Routed::Answered
+                    } else {
+                        Routed::AnsweredThenClose
+                    });
+                }
+                if !self.config.revalidate_always
+                    && stored.may_serve_while_revalidating(self.wall_clock, &directives)
+                {
+                    let mut status = CacheStatus::hit(stored.ttl(self.wall_clock));
+                    status.detail = Some("stale-while-revalidate");
+                    let answer = FromStore {
+                        stored: &stored,
+                        version: head.version(),
+                        keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
+                        head_only: head.method() == Method::Head,
+                        not_modified: client_not_modified(|name| head.header(name), &stored),
+                        status,
+                        range: range_for(head, &stored),
+                    };
+                    let keep_alive = answer.keep_alive;
+                    let (code, body_bytes) = self.answer_from_store(&answer, output);
+                    self.log_answer(client, code, body_bytes, Some("stale"));
+                    self.revalidate_in_background(&key, head, destination, &stored);
                     return CacheDecision::Answered(if keep_alive {
                         Routed::Answered
                     } else {
@@ -169,6 +193,7 @@ impl<D: Driver> Worker<D> {
                 output,
             ));
         }
+        work.key = Some(key);
         CacheDecision::Forward(work)
     }
 

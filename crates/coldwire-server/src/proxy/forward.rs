@@ -419,6 +419,9 @@ impl<D: Driver> Worker<D> {
 
     /// Ends the exchange with an error answer queued for the client (not flushed).
     pub(super) fn end_with_error(&mut self, client: &mut Client, status: Status) {
+        if self.answer_stale_on_error(client, status) {
+            return;
+        }
         let Some(exchange) = client.exchange.take() else {
             return;
         };

@@ -9,7 +9,8 @@
 //! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
 //! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
 //! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE), `cache_range.rs`
-//! (byte ranges from the cache).
+//! (byte ranges from the cache), `stale.rs` and `revalidator.rs` (RFC 5861:
+//! stale-while-revalidate, stale-if-error).
 
 mod access;
 pub mod acl;
@@ -24,7 +25,9 @@ pub mod pool;
 mod purge;
 pub mod resolver;
 mod response;
+mod revalidator;
 pub mod server;
+mod stale;
 mod state;
 mod tunnel;
 mod tunnel_idle;

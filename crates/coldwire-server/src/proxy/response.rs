@@ -142,6 +142,10 @@ impl<D: Driver> Worker<D> {
                 origin.head.drain(..response.head_len);
                 continue;
             }
+            if response.status >= 500 && self.stale_on_error_available(client) {
+                // stale-if-error: the stored response answers instead (fail_before_response).
+                return Err(Status::from_u16(response.status).unwrap_or(Status::BAD_GATEWAY));
+            }
             let rest = origin.head.split_off(response.head_len);
             self.begin_response(client, response);
             return Ok(Some(rest));

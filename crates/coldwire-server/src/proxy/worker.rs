@@ -69,6 +69,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) drain_deadline: Option<Instant>,
     pub(super) clients: usize,
     pub(super) log: Option<AccessLog>,
+    /// Background revalidations (`stale-while-revalidate`), started on first use.
+    pub(super) revalidator: Option<super::revalidator::Revalidator>,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -94,6 +96,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         drain_deadline: None,
         clients: 0,
         log: context.access_log.map(AccessLog::new),
+        revalidator: None,
         config,
     };
     worker.run()

@@ -111,14 +111,23 @@ fn serve_connection(stream: TcpStream, seen: &Mutex<Seen>) {
             }
         }
         let body = read_body(&mut reader, &headers);
-        {
+        let count = {
             let mut seen = seen.lock().unwrap();
-            *seen.requests.entry(path.clone()).or_default() += 1;
             if headers.contains_key("if-none-match") || headers.contains_key("if-modified-since") {
                 *seen.conditional.entry(path.clone()).or_default() += 1;
             }
-        }
-        if !answer(&mut writer, &method, &path, &headers, &body) {
+            let count = seen.requests.entry(path.clone()).or_default();
+            *count += 1;
+            *count
+        };
+        let request = Request {
+            method: &method,
+            path: &path,
+            headers: &headers,
+            body: &body,
+            count,
+        };
+        if !answer(&mut writer, &request) {
             return;
         }
     }
@@ -165,16 +174,73 @@ fn respond(writer: &mut TcpStream, status: &str, fields: &[(&str, String)], body
     writer.write_all(head.as_bytes()).is_ok() && writer.write_all(body).is_ok()
 }
 
+/// A request as the test origin saw it.
+struct Request<'a> {
+    method: &'a str,
+    path: &'a str,
+    headers: &'a HashMap<String, String>,
+    body: &'a [u8],
+    /// How many requests for this path (query included) arrived, this one included.
+    count: usize,
+}
+
+/// A query parameter's value.
+fn parameter<'a>(path: &'a str, name: &str) -> Option<&'a str> {
+    path.split(['?', '&'])
+        .skip(1)
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// The origin's routes; returns false to close the connection.
-fn answer(
-    writer: &mut TcpStream,
-    method: &str,
-    path: &str,
-    headers: &HashMap<String, String>,
-    body: &[u8],
-) -> bool {
+fn answer(writer: &mut TcpStream, request: &Request<'_>) -> bool {
+    let Request {
+        method,
+        path,
+        headers,
+        body,
+        count,
+    } = *request;
     let route = path.split('?').next().unwrap_or("");
     match route {
+        // Always stale, may be served stale for 60 s while revalidated; the 304 takes 2 s
+        // and adds a field, so a test sees when the background revalidation landed.
+        "/swr" => {
+            let fields = [
+                (
+                    "Cache-Control",
+                    "max-age=0, stale-while-revalidate=60".to_owned(),
+                ),
+                ("ETag", "\"s1\"".to_owned()),
+            ];
+            if headers
+                .get("if-none-match")
+                .is_some_and(|tag| tag == "\"s1\"")
+            {
+                thread::sleep(Duration::from_secs(2));
+                let head = "HTTP/1.1 304 Not Modified\r\nETag: \"s1\"\r\n\
+                            Cache-Control: max-age=0, stale-while-revalidate=60\r\n\
+                            X-Refreshed: yes\r\n\r\n";
+                writer.write_all(head.as_bytes()).is_ok()
+            } else {
+                respond(writer, "200 OK", &fields, b"swr body")
+            }
+        }
+        // 200 with Cache-Control from `cc` the first time, 500 afterwards.
+        "/flaky" => {
+            if count == 1 {
+                let control = parameter(path, "cc")
+                    .unwrap_or("max-age=0")
+                    .replace('_', " ");
+                respond(
+                    writer,
+                    "200 OK",
+                    &[("Cache-Control", control), ("ETag", "\"f1\"".into())],
+                    b"flaky body",
+                )
+            } else {
+                respond(writer, "500 Internal Server Error", &[], b"origin broke")
+            }
+        }
         "/cacheable" => respond(
             writer,
             "200 OK",
