@@ -89,6 +89,11 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
         config.connect_ports.allow(port);
     }
     config.access_log = arguments.access_log;
+    config.collapse_wait = if arguments.collapse_wait == 0.0 {
+        Duration::ZERO
+    } else {
+        seconds(arguments.collapse_wait, "--collapse-wait")?
+    };
     Ok(config)
 }
 

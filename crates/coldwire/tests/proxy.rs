@@ -48,6 +48,7 @@ macro_rules! backend_tests {
             ranges_are_served_from_cached_objects,
             stale_while_revalidate_answers_at_once_and_refreshes_once,
             stale_if_error_answers_when_the_origin_fails,
+            concurrent_misses_send_one_request_to_the_origin,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -894,4 +895,37 @@ fn stale_if_error_answers_when_the_origin_fails(backend: &str) {
             .contains("stale-if-error"),
         "{head}"
     );
+}
+
+/// Collapsed forwarding: five concurrent misses for a URI the origin takes 1.5 s to answer
+/// cost the origin one request, and all five get the body; when the answer turns out
+/// uncacheable, the waiting requests go to the origin themselves.
+fn concurrent_misses_send_one_request_to_the_origin(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    for (path, expected_requests) in [("/slow", 1), ("/slow?nostore", 5)] {
+        let url = origin.url(path);
+        let clients: Vec<_> = (0..5)
+            .map(|_| {
+                let proxy_url = proxy.url();
+                let url = url.clone();
+                std::thread::spawn(move || curl(&["-i", "-x", &proxy_url, &url]))
+            })
+            .collect();
+        let mut collapsed = 0;
+        for client in clients {
+            let output = client.join().unwrap();
+            assert_eq!(output.code, 0, "{path}");
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            assert!(
+                text.starts_with("HTTP/1.1 200") && text.ends_with("slow body"),
+                "{path}: {text}"
+            );
+            collapsed += usize::from(text.contains("detail=collapsed"));
+        }
+        assert_eq!(origin.requests(path), expected_requests, "{path}");
+        if expected_requests == 1 {
+            assert_eq!(collapsed, 4, "four waited for the first");
+        }
+    }
 }

@@ -12,6 +12,7 @@ use coldwire_io::{Chunk, Driver};
 
 use super::cache_range::{add_content_range, range_for, slice_body};
 use super::client::{Destination, Routed};
+use super::collapse::Collapse;
 use super::head::{ClientFraming, ClientHead, write_client_head};
 use super::state::{CacheWork, Client};
 use super::worker::Worker;
@@ -55,6 +56,8 @@ pub(super) enum CacheDecision {
     Answered(Routed),
     /// Goes to the origin with this cache work.
     Forward(CacheWork),
+    /// Waits for another request's fetch of the same key (collapsed forwarding).
+    Wait,
 }
 
 /// A response answered from the store.
@@ -88,6 +91,7 @@ fn bypass() -> CacheWork {
         stored: None,
         request_directives: CacheControl::default(),
         request_fields: Fields::new(),
+        claim: None,
     }
 }
 
@@ -122,6 +126,7 @@ impl<D: Driver> Worker<D> {
             stored: None,
             request_directives: directives,
             request_fields: Fields::new(),
+            claim: None,
         };
         match lookup {
             Lookup::Found(stored) => {
@@ -133,7 +138,10 @@ impl<D: Driver> Worker<D> {
                         keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
                         head_only: head.method() == Method::Head,
                         not_modified: client_not_modified(|name| head.header(name), &stored),
-                        status: CacheStatus::hit(stored.ttl(self.wall_clock)),
+                        status: CacheStatus {
+                            detail: client.collapsed_wait.map(|_| "collapsed"),
+                            ..CacheStatus::hit(stored.ttl(self.wall_clock))
+                        },
                         range: range_for(head, &stored),
                     };
                     let keep_alive = answer.keep_alive;
@@ -176,8 +184,18 @@ impl<D: Driver> Worker<D> {
                 };
                 work.stored = Some(stored);
             }
-            Lookup::VaryMiss => work.forward = Forward::VaryMiss,
-            Lookup::Miss => {}
+            Lookup::VaryMiss | Lookup::Miss => {
+                if matches!(lookup, Lookup::VaryMiss) {
+                    work.forward = Forward::VaryMiss;
+                }
+                if !directives.only_if_cached {
+                    match self.collapse(client, head, &directives, &key) {
+                        Collapse::Lead(claim) => work.claim = Some(claim),
+                        Collapse::Alone => {}
+                        Collapse::Wait => return CacheDecision::Wait,
+                    }
+                }
+            }
         }
         for (name, value) in head.headers() {
             work.request_fields.push(name, value);

@@ -28,6 +28,9 @@ pub(super) enum Routed {
     AnsweredThenClose,
     /// Forwarded: an exchange (or tunnel) is in flight.
     InFlight,
+    /// Waits for another fetch of its key; its head stays in the input (collapsed
+    /// forwarding re-routes it).
+    Parked,
 }
 
 /// Where a request goes.
@@ -110,7 +113,9 @@ impl<D: Driver> Worker<D> {
                 Ok(Parsed::Complete { head, head_len }) => {
                     let routed = self.route(client, &head, &mut output);
                     let mut input = input;
-                    input.consume(head_len);
+                    if !matches!(routed, Ok(Routed::Parked)) {
+                        input.consume(head_len);
+                    }
                     client.session.input = Some(input);
                     routed
                 }
@@ -136,6 +141,7 @@ impl<D: Driver> Worker<D> {
                     client.session.linger = true;
                     break;
                 }
+                Ok(Routed::Parked) => break,
                 Ok(Routed::InFlight) => {
                     // Body bytes that came with the head go now that the input is back.
                     self.forward_request_body(client);
@@ -174,7 +180,10 @@ impl<D: Driver> Worker<D> {
         head: &RequestHead<'_>,
         output: &mut Output,
     ) -> Result<Routed, Status> {
-        self.http.requests += 1;
+        if client.collapsed_wait.is_none() {
+            // A parked request is routed again on every poll: count it once.
+            self.http.requests += 1;
+        }
         self.remember_request_line(client, head);
         if client.denied {
             return Ok(self.answer_error(client, head.version(), Status::FORBIDDEN, false, output));
@@ -255,8 +264,15 @@ impl<D: Driver> Worker<D> {
             return Ok(self.purge(client, head, &destination, output));
         }
         let cache = match self.try_cache(client, head, &destination, output) {
-            CacheDecision::Answered(answered) => return Ok(answered),
-            CacheDecision::Forward(cache) => cache,
+            CacheDecision::Wait => return Ok(Routed::Parked),
+            CacheDecision::Answered(answered) => {
+                client.collapsed_wait = None;
+                return Ok(answered);
+            }
+            CacheDecision::Forward(cache) => {
+                client.collapsed_wait = None;
+                cache
+            }
         };
         if head.expects_continue() {
             // Say continue at once: Expect is not forwarded.
@@ -352,7 +368,7 @@ impl<D: Driver> Worker<D> {
             self.driver.recv(client.session.id);
             return Step::Keep;
         }
-        if client.exchange.is_some() || client.tunnel.is_some() {
+        if client.exchange.is_some() || client.tunnel.is_some() || client.collapsed_wait.is_some() {
             return Step::Keep;
         }
         let complete = client.session.input.as_ref().is_some_and(|input| {

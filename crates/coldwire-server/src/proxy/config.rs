@@ -93,6 +93,9 @@ pub struct ProxyConfig {
     pub backlog: i32,
     /// The name in `Via` and `Cache-Status` (a token).
     pub name: String,
+    /// How long a miss waits for another request's fetch of the same key (collapsed
+    /// forwarding); zero turns collapsing off.
+    pub collapse_wait: Duration,
     /// Ports CONNECT may reach (443 only by default).
     pub connect_ports: ConnectPorts,
     /// Access log file (Common Log Format plus cache status and upstream time); off when
@@ -129,6 +132,7 @@ impl ProxyConfig {
             shutdown_grace: Duration::from_secs(10),
             backlog: 4096,
             name: "coldwire".to_owned(),
+            collapse_wait: Duration::from_secs(10),
             connect_ports: ConnectPorts::default(),
             access_log: None,
         }

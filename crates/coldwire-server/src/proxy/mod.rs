@@ -10,13 +10,14 @@
 //! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
 //! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE), `cache_range.rs`
 //! (byte ranges from the cache), `stale.rs` and `revalidator.rs` (RFC 5861:
-//! stale-while-revalidate, stale-if-error).
+//! stale-while-revalidate, stale-if-error), `collapse.rs` (collapsed forwarding).
 
 mod access;
 pub mod acl;
 mod cache_fill;
 mod cache_range;
 mod client;
+mod collapse;
 pub mod config;
 mod forward;
 pub mod head;

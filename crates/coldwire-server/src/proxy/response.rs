@@ -210,6 +210,10 @@ impl<D: Driver> Worker<D> {
             cache_status = Some(status);
         }
         exchange.upstream_time = self.wall_clock.duration_since(exchange.request_time).ok();
+        if fill.is_none() {
+            // Not stored: requests waiting for this response go to the origin themselves.
+            exchange.cache.claim = None;
+        }
         let splice = self.config.data_path == DataPath::Splice
             && self.driver.supports_splice()
             && !exchange.head_only

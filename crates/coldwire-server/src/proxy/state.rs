@@ -37,6 +37,9 @@ pub struct Client {
     pub tunnel: Option<Tunnel>,
     /// A request body waits for the origin to accept more before reading the client again.
     pub body_blocked: bool,
+    /// The current request waits for another fetch of its key until then (collapsed
+    /// forwarding); its head stays in the input.
+    pub collapsed_wait: Option<std::time::Instant>,
     /// The current request's line, for the access log (only when logging).
     pub request_line: Option<Box<super::access::RequestLine>>,
 }
@@ -63,6 +66,9 @@ pub struct CacheWork {
     pub request_directives: CacheControl,
     /// The request's fields (for `Vary` and for client conditionals after a 304).
     pub request_fields: Fields,
+    /// This exchange leads the fetch of its key (collapsed forwarding); dropped when its
+    /// response turns out not storable or the exchange ends.
+    pub claim: Option<coldwire_cache::Claim>,
 }
 
 /// One request forwarded to an origin.

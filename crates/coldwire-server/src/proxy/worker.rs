@@ -243,6 +243,7 @@ impl<D: Driver> Worker<D> {
                     tunnel: None,
                     body_blocked: false,
                     request_line: None,
+                    collapsed_wait: None,
                 });
                 *self.slot(connection) = Some(Peer::Client(client));
                 self.clients += 1;
@@ -303,6 +304,9 @@ impl<D: Driver> Worker<D> {
         if !session.deadline_reached(&mut self.driver) {
             return Step::Keep;
         }
+        if client.collapsed_wait.is_some() {
+            return self.collapsed_poll(client);
+        }
         let now = self.driver.now();
         if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
             // Its bytes never pass through here: the driver says whether they moved.
@@ -341,7 +345,8 @@ impl<D: Driver> Worker<D> {
                 Peer::Client(client)
                     if client.session.phase == Phase::Idle
                         && client.exchange.is_none()
-                        && client.tunnel.is_none() =>
+                        && client.tunnel.is_none()
+                        && client.collapsed_wait.is_none() =>
                 {
                     Some(client.session.id)
                 }

@@ -225,6 +225,21 @@ fn answer(writer: &mut TcpStream, request: &Request<'_>) -> bool {
                 respond(writer, "200 OK", &fields, b"swr body")
             }
         }
+        // Answers after 1.5 s, cacheable unless `?nostore`.
+        "/slow" => {
+            thread::sleep(Duration::from_millis(1500));
+            let control = if path.contains("nostore") {
+                "no-store"
+            } else {
+                "max-age=60"
+            };
+            respond(
+                writer,
+                "200 OK",
+                &[("Cache-Control", control.into())],
+                b"slow body",
+            )
+        }
         // 200 with Cache-Control from `cc` the first time, 500 afterwards.
         "/flaky" => {
             if count == 1 {
