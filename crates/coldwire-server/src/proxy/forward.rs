@@ -398,6 +398,15 @@ impl<D: Driver> Worker<D> {
                     exchange.origin = None;
                 }
                 let step = if started {
+                    // Cut mid-body: log what the client got before the close.
+                    let sent = client
+                        .exchange
+                        .as_ref()
+                        .and_then(|exchange| exchange.response.as_ref())
+                        .map(|progress| (progress.status, progress.body_bytes));
+                    if let Some((status, bytes)) = sent {
+                        self.log_line(&mut client, status, bytes, "aborted", None);
+                    }
                     Step::Close
                 } else {
                     self.fail_before_response(&mut client, Status::GATEWAY_TIMEOUT)
