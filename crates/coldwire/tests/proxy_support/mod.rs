@@ -502,7 +502,7 @@ pub fn start_echo_server() -> SocketAddr {
         for stream in listener.incoming().flatten() {
             thread::spawn(move || {
                 let mut stream = stream;
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
                 let mut buffer = [0u8; 4096];
                 loop {
                     match stream.read(&mut buffer) {
