@@ -771,6 +771,17 @@ fn purge_removes_every_variant_for_allowed_clients_only(backend: &str) {
         4,
         "PURGE never reaches the origin"
     );
+    // A reverse proxy takes the origin-form target.
+    let reverse = Proxy::start(
+        backend,
+        &["--reverse", &format!("http://{}", origin.address)],
+    );
+    let url = format!("{}/cacheable", reverse.url());
+    assert_eq!(curl(&[&url]).stdout, b"cacheable body");
+    let answer = String::from_utf8_lossy(&curl(&["-i", "-X", "PURGE", &url]).stdout).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(curl(&[&url]).stdout, b"cacheable body");
+    assert_eq!(origin.requests("/cacheable"), 2, "purged, so fetched again");
 }
 
 /// A `Range` on a hit is cut from the cached object: 206 with `Content-Range`, 416 when
