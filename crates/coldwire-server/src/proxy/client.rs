@@ -10,6 +10,7 @@ use coldwire_http::{
 use coldwire_io::{Buffer, Driver, Flush};
 
 use super::cache_fill::CacheDecision;
+use super::collapse::POLL;
 use super::config::Mode;
 use super::head::via_hops;
 use super::policy::TextAnswer;
@@ -368,7 +369,15 @@ impl<D: Driver> Worker<D> {
             self.driver.recv(client.session.id);
             return Step::Keep;
         }
-        if client.exchange.is_some() || client.tunnel.is_some() || client.collapsed_wait.is_some() {
+        if client.exchange.is_some() || client.tunnel.is_some() {
+            return Step::Keep;
+        }
+        if client.collapsed_wait.is_some() {
+            // Earlier answers are out; the waiting request polls again (a write deadline
+            // may have replaced its poll while they were being written).
+            client.session.enter(&mut self.driver, Phase::Idle);
+            let due = self.driver.now() + POLL;
+            client.session.set_deadline(&mut self.driver, due);
             return Step::Keep;
         }
         let complete = client.session.input.as_ref().is_some_and(|input| {
