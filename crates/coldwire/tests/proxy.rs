@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use proxy_support::{
-    Origin, Proxy, body_of, connect, connect_through, curl, header, read_rest, start_echo_server,
-    via_proxy,
+    Origin, Proxy, body_of, connect, connect_through, curl, header, read_once, read_rest,
+    start_echo_server, via_proxy,
 };
 
 macro_rules! backend_tests {
@@ -714,7 +714,7 @@ fn silent_tunnels_are_closed_and_active_ones_kept(backend: &str) {
         // The proxy closes the silent one: its read ends (the echo server would keep it
         // for 120 s, and the test's 20 s read timeout reports an error instead of an end).
         let mut probe = [0u8; 16];
-        let end = silent.read(&mut probe);
+        let end = read_once(&mut silent, &mut probe);
         assert!(
             matches!(end, Ok(0)),
             "{data_path}: the silent tunnel must be closed by the proxy, got {end:?}"
@@ -884,7 +884,7 @@ fn stale_if_error_answers_when_the_origin_fails(backend: &str) {
         let (mut stream, _) = listener.accept().unwrap();
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+        while !head.ends_with(b"\r\n\r\n") && read_once(&mut stream, &mut byte).unwrap_or(0) == 1 {
             head.push(byte[0]);
         }
         let _ = stream.write_all(

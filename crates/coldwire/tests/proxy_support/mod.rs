@@ -530,12 +530,31 @@ pub fn connect_through(proxy: &Proxy, target: &str) -> (TcpStream, String) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
-        match stream.read(&mut byte) {
+        match read_once(&mut stream, &mut byte) {
             Ok(1) => head.push(byte[0]),
-            _ => break,
+            Ok(_) => {
+                head.extend_from_slice(b"<end of stream>");
+                break;
+            }
+            Err(error) => {
+                head.extend_from_slice(format!("<{error}>").as_bytes());
+                break;
+            }
         }
     }
     (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// One `read`, retried when a signal interrupts it (the io_uring probe in this test
+/// process can make blocking reads return `EINTR`).
+pub fn read_once(stream: &mut TcpStream, buffer: &mut [u8]) -> std::io::Result<usize> {
+    for _ in 0..100 {
+        match stream.read(buffer) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+    stream.read(buffer)
 }
 
 /// Reads until the connection closes (bounded by the stream's read timeout).
