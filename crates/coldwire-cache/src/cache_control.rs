@@ -35,6 +35,12 @@ pub struct CacheControl {
     pub max_stale: Option<Option<u64>>,
     /// `only-if-cached` (requests).
     pub only_if_cached: bool,
+    /// `stale-while-revalidate=N` (RFC 5861 §3, responses): for N s after going stale the
+    /// response may be served while one revalidation runs in the background.
+    pub stale_while_revalidate: Option<u64>,
+    /// `stale-if-error=N` (RFC 5861 §4, responses and requests): for N s after going stale
+    /// the response may be served when the origin fails (unreachable, 5xx).
+    pub stale_if_error: Option<u64>,
 }
 
 fn delta_seconds(argument: Option<&[u8]>) -> u64 {
@@ -100,6 +106,10 @@ impl CacheControl {
             self.max_stale = Some(argument.map(|value| delta_seconds(Some(value))));
         } else if is("only-if-cached") {
             self.only_if_cached = true;
+        } else if is("stale-while-revalidate") {
+            self.stale_while_revalidate = Some(delta_seconds(argument));
+        } else if is("stale-if-error") {
+            self.stale_if_error = Some(delta_seconds(argument));
         }
     }
 }
@@ -134,6 +144,14 @@ mod tests {
         assert!(directives.no_cache);
         assert_eq!(directives.max_stale, Some(None));
         assert_eq!(directives.min_fresh, Some(5));
+    }
+
+    #[test]
+    fn rfc_5861_extensions() {
+        let directives =
+            CacheControl::parse([&b"max-age=1, stale-while-revalidate=30, stale-if-error=600"[..]]);
+        assert_eq!(directives.stale_while_revalidate, Some(30));
+        assert_eq!(directives.stale_if_error, Some(600));
     }
 
     proptest! {

@@ -81,6 +81,12 @@ pub struct Freshness {
     pub no_cache: bool,
     /// `must-revalidate` / `proxy-revalidate` / `s-maxage`: never serve it stale.
     pub must_revalidate: bool,
+    /// `stale-while-revalidate` (RFC 5861 §3): how long after going stale it may be served
+    /// while a background revalidation runs.
+    pub stale_while_revalidate: Duration,
+    /// `stale-if-error` (RFC 5861 §4): how long after going stale it may be served when
+    /// the origin fails.
+    pub stale_if_error: Duration,
 }
 
 impl Freshness {
@@ -114,7 +120,43 @@ impl Freshness {
             must_revalidate: directives.must_revalidate
                 || directives.proxy_revalidate
                 || directives.s_maxage.is_some(),
+            stale_while_revalidate: Duration::from_secs(
+                directives.stale_while_revalidate.unwrap_or(0),
+            ),
+            stale_if_error: Duration::from_secs(directives.stale_if_error.unwrap_or(0)),
         }
+    }
+
+    /// How long past its freshness a response of this `age` is (zero while fresh).
+    pub fn staleness(&self, age: Duration) -> Duration {
+        age.saturating_sub(self.lifetime)
+    }
+
+    /// Whether a stale response of this `age` may be served at once while it is
+    /// revalidated in the background (RFC 5861 §3): within `stale-while-revalidate`, never
+    /// for `no-cache` / `must-revalidate` responses, and not when the request asks for
+    /// freshness itself (`no-cache`, `max-age`, `min-fresh`).
+    pub fn may_serve_while_revalidating(&self, age: Duration, request: &CacheControl) -> bool {
+        !self.no_cache
+            && !self.must_revalidate
+            && !request.no_cache
+            && request.max_age.is_none()
+            && request.min_fresh.is_none()
+            && !self.stale_while_revalidate.is_zero()
+            && self.staleness(age) <= self.stale_while_revalidate
+    }
+
+    /// Whether a response of this `age` may be served when the origin fails (RFC 5861 §4):
+    /// within the larger of the response's and the request's `stale-if-error`; never for
+    /// `no-cache` / `must-revalidate` responses (RFC 9111 §4.2.4).
+    pub fn may_serve_on_error(&self, age: Duration, request: &CacheControl) -> bool {
+        let window = self
+            .stale_if_error
+            .max(Duration::from_secs(request.stale_if_error.unwrap_or(0)));
+        !self.no_cache
+            && !self.must_revalidate
+            && !window.is_zero()
+            && self.staleness(age) <= window
     }
 
     /// Whether a response of this freshness and `age` may be served without revalidation
@@ -305,12 +347,41 @@ mod tests {
     }
 
     #[test]
+    fn stale_windows_of_rfc_5861() {
+        let now = at(1_000_000);
+        let response = fields(&[(
+            "Cache-Control",
+            "max-age=10, stale-while-revalidate=20, stale-if-error=100",
+        )]);
+        let freshness = Freshness::of(200, &response, now);
+        let plain = CacheControl::default();
+        let secs = Duration::from_secs;
+        assert!(freshness.may_serve_while_revalidating(secs(30), &plain));
+        assert!(!freshness.may_serve_while_revalidating(secs(31), &plain));
+        assert!(freshness.may_serve_on_error(secs(110), &plain));
+        assert!(!freshness.may_serve_on_error(secs(111), &plain));
+        let asks_fresh = CacheControl::parse([&b"max-age=0"[..]]);
+        assert!(!freshness.may_serve_while_revalidating(secs(15), &asks_fresh));
+        let request_window = CacheControl::parse([&b"stale-if-error=1000"[..]]);
+        assert!(freshness.may_serve_on_error(secs(500), &request_window));
+        let strict = fields(&[(
+            "Cache-Control",
+            "max-age=10, must-revalidate, stale-while-revalidate=20, stale-if-error=100",
+        )]);
+        let strict = Freshness::of(200, &strict, now);
+        assert!(!strict.may_serve_while_revalidating(secs(15), &plain));
+        assert!(!strict.may_serve_on_error(secs(15), &request_window));
+    }
+
+    #[test]
     fn request_directives_shorten_or_forbid_freshness() {
         let freshness = Freshness {
             lifetime: Duration::from_secs(100),
             heuristic: false,
             no_cache: false,
             must_revalidate: false,
+            stale_while_revalidate: Duration::ZERO,
+            stale_if_error: Duration::ZERO,
         };
         let none = CacheControl::default();
         assert!(freshness.is_fresh_for(Duration::from_secs(50), &none));

@@ -27,5 +27,5 @@ pub use cache_control::CacheControl;
 pub use fields::Fields;
 pub use freshness::{Freshness, Storability, current_age, storability};
 pub use status::{CacheStatus, Forward};
-pub use store::{Fill, Lookup, Store, StoreConfig, StoreCounters, StoredResponse};
+pub use store::{Claim, Fill, Lookup, Store, StoreConfig, StoreCounters, StoredResponse};
 pub use vary::VaryKey;

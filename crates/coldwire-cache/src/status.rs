@@ -69,6 +69,27 @@ impl CacheStatus {
         }
     }
 
+    /// One word for an access log: `hit`, `stale` (served stale: `stale-while-revalidate`
+    /// or `stale-if-error`), `revalidated` (a 304 refreshed the stored response), `miss`
+    /// (nothing usable stored), `refreshed` (a stale entry was replaced by the origin's new
+    /// answer), `client-refresh` (the request's `no-cache`) or `bypass`.
+    pub fn log_token(&self) -> &'static str {
+        if self
+            .detail
+            .is_some_and(|detail| detail.starts_with("stale-"))
+        {
+            return "stale";
+        }
+        match self.forward {
+            None => "hit",
+            Some(Forward::Stale) if self.forward_status == Some(304) => "revalidated",
+            Some(Forward::Stale) => "refreshed",
+            Some(Forward::UriMiss | Forward::VaryMiss) => "miss",
+            Some(Forward::Request) => "client-refresh",
+            Some(Forward::Bypass) => "bypass",
+        }
+    }
+
     /// Appends the field value (without the name) for the cache called `cache_name`, a
     /// structured-field token such as `coldwire`.
     pub fn write_value(&self, cache_name: &str, out: &mut Vec<u8>) {
@@ -122,5 +143,17 @@ mod tests {
         let mut refused = CacheStatus::forward(Forward::VaryMiss);
         refused.detail = Some("no-store");
         assert_eq!(text(refused), "coldwire; fwd=vary-miss; detail=no-store");
+    }
+
+    #[test]
+    fn log_tokens_name_what_happened() {
+        assert_eq!(CacheStatus::hit(3).log_token(), "hit");
+        let mut revalidated = CacheStatus::forward(Forward::Stale);
+        revalidated.forward_status = Some(304);
+        assert_eq!(revalidated.log_token(), "revalidated");
+        assert_eq!(CacheStatus::forward(Forward::VaryMiss).log_token(), "miss");
+        let mut stale = CacheStatus::hit(-5);
+        stale.detail = Some("stale-while-revalidate");
+        assert_eq!(stale.log_token(), "stale");
     }
 }

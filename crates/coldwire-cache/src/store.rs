@@ -12,8 +12,8 @@
 //!   already being sent from it.
 //! - Only complete responses are stored (see [`Fill`]).
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -116,6 +116,17 @@ impl StoredResponse {
     /// the origin.
     pub fn is_fresh_for(&self, now: SystemTime, request: &CacheControl) -> bool {
         self.freshness.is_fresh_for(self.age(now), request)
+    }
+
+    /// Whether it may be served stale while revalidated in the background (RFC 5861 §3).
+    pub fn may_serve_while_revalidating(&self, now: SystemTime, request: &CacheControl) -> bool {
+        self.freshness
+            .may_serve_while_revalidating(self.age(now), request)
+    }
+
+    /// Whether it may be served because the origin failed (RFC 5861 §4).
+    pub fn may_serve_on_error(&self, now: SystemTime, request: &CacheControl) -> bool {
+        self.freshness.may_serve_on_error(self.age(now), request)
     }
 
     /// A copy with the fields of a `304 Not Modified` merged in and the clock restarted
@@ -313,6 +324,39 @@ pub struct Store {
     missed: AtomicU64,
     stored: AtomicU64,
     evicted: AtomicU64,
+    /// Keys some worker is fetching from the origin right now (see [`Claim`]).
+    in_flight: Mutex<HashSet<String>>,
+}
+
+/// "I am fetching this key from the origin": held by the one exchange (or background
+/// revalidation) that goes forward for a key while others wait or serve stale content;
+/// released when dropped, however the fetch ends.
+pub struct Claim {
+    store: Arc<Store>,
+    key: String,
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_tuple("Claim").field(&self.key).finish()
+    }
+}
+
+impl Claim {
+    /// The claimed key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.store
+            .in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.key);
+    }
 }
 
 impl Store {
@@ -331,6 +375,7 @@ impl Store {
             missed: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
+            in_flight: Mutex::new(HashSet::new()),
         }
     }
 
@@ -404,6 +449,35 @@ impl Store {
         let mut shard = self.shard(key);
         if let Some(&slot) = shard.index.get(key) {
             shard.remove_slot(slot);
+        }
+    }
+
+    /// Claims `key` for one fetch from the origin; `None` when someone already holds it.
+    pub fn claim(self: &Arc<Self>, key: &str) -> Option<Claim> {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        in_flight.insert(key.to_owned()).then(|| Claim {
+            store: self.clone(),
+            key: key.to_owned(),
+        })
+    }
+
+    /// Whether some fetch of `key` holds its claim.
+    pub fn is_claimed(&self, key: &str) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(key)
+    }
+
+    /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
+    pub fn purge(&self, key: &str) -> u64 {
+        let mut shard = self.shard(key);
+        match shard.index.get(key) {
+            Some(&slot) => shard.remove_slot(slot),
+            None => 0,
         }
     }
 
@@ -528,6 +602,40 @@ mod tests {
             max_object: 10_000,
             shards: 1,
         })
+    }
+
+    #[test]
+    fn a_key_is_claimed_once_until_released() {
+        let store = Arc::new(Store::new(StoreConfig::default()));
+        let claim = store.claim("http://a/").expect("first claim");
+        assert!(store.claim("http://a/").is_none());
+        assert!(store.is_claimed("http://a/"));
+        assert!(store.claim("http://b/").is_some());
+        drop(claim);
+        assert!(!store.is_claimed("http://a/"));
+        assert!(store.claim("http://a/").is_some());
+    }
+
+    #[test]
+    fn purge_removes_every_variant() {
+        let store = Store::new(StoreConfig::default());
+        let mut french = Fields::new();
+        french.push("Accept-Language", b"fr");
+        let vary_on = |request: &Fields| {
+            let mut response = Fields::new();
+            response.push("Vary", b"Accept-Language");
+            VaryKey::new(&response, |name: &str| {
+                request.values(name).collect::<Vec<_>>()
+            })
+        };
+        let mut german = Fields::new();
+        german.push("Accept-Language", b"de");
+        assert!(store.insert("http://a/", response(10, vary_on(&french))));
+        assert!(store.insert("http://a/", response(10, vary_on(&german))));
+        assert_eq!(store.purge("http://a/"), 2);
+        assert_eq!(store.purge("http://a/"), 0);
+        assert_eq!(store.counters().objects, 0);
+        assert_eq!(store.counters().bytes, 0);
     }
 
     #[test]

@@ -255,6 +255,13 @@ pub trait Driver {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
 
+    /// Bytes the running splice to `destination` has delivered so far (0 when none runs):
+    /// how a caller tells a quiet spliced stream (an idle tunnel) from a busy one.
+    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        let _ = destination;
+        0
+    }
+
     /// The copy kept by the finished `keep_copy` splice to `destination`, once.
     fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
         let _ = destination;

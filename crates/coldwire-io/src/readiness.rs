@@ -654,6 +654,10 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         self.take_copy(destination)
     }
 
+    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        ReadinessDriver::splice_delivered(self, destination)
+    }
+
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
         if chunk.is_empty() {
             return;

@@ -40,6 +40,8 @@ struct Transfer {
     pipe: Pipe,
     copy: Option<(Pipe, Vec<u8>)>,
     source_ended: bool,
+    /// Bytes delivered to the destination so far (activity, for idle timeouts).
+    delivered: u64,
 }
 
 /// The running transfers of one driver and its pipe pool.
@@ -126,6 +128,7 @@ impl<P: Poller> ReadinessDriver<P> {
                 pipe,
                 copy,
                 source_ended: false,
+                delivered: 0,
             },
         );
         self.splices.sources.insert(source.slot, destination.slot);
@@ -176,6 +179,15 @@ impl<P: Poller> ReadinessDriver<P> {
             .map_or(0, |transfer| {
                 transfer.remaining.saturating_add(transfer.in_pipe as u64)
             })
+    }
+
+    /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
+    pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .transfers
+            .get(&destination.slot)
+            .filter(|transfer| transfer.destination == destination)
+            .map_or(0, |transfer| transfer.delivered)
     }
 
     /// The copy kept by a finished transfer to `destination`.
@@ -327,6 +339,7 @@ impl<P: Poller> ReadinessDriver<P> {
                         progressed |= moved > 0;
                         self.counters.bytes_sent += moved as u64;
                         transfer.in_pipe -= moved;
+                        transfer.delivered += moved as u64;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                         self.counters.would_block += 1;

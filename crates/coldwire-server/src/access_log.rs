@@ -2,7 +2,8 @@
 //! are written with one `write` (to a file opened with `O_APPEND`, so workers' writes do not
 //! interleave) when the buffer passes 32 KiB, at least once a second, and at shutdown.
 //!
-//! `host ident authuser [date] "request line" status bytes`, dates in UTC.
+//! `host ident authuser [date] "request line" status bytes`, dates in UTC; callers may
+//! append fields after these (the proxy adds its cache status and upstream time).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -101,6 +102,26 @@ impl AccessLog {
         body_bytes: u64,
         now: SystemTime,
     ) {
+        self.record_extended(peer, method, target, version, status, body_bytes, now, b"");
+    }
+
+    /// Records one response with `extra` fields after the CLF ones (separated by a space;
+    /// nothing added when empty), e.g. the proxy's cache status and upstream time.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one CLF line has this many fields"
+    )]
+    pub fn record_extended(
+        &mut self,
+        peer: IpAddr,
+        method: &[u8],
+        target: &[u8],
+        version: &[u8],
+        status: u16,
+        body_bytes: u64,
+        now: SystemTime,
+        extra: &[u8],
+    ) {
         let second = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs());
@@ -116,7 +137,12 @@ impl AccessLog {
         push_escaped(&mut self.buffer, target);
         self.buffer.push(b' ');
         self.buffer.extend_from_slice(version);
-        let _ = writeln!(self.buffer, "\" {status} {body_bytes}");
+        let _ = write!(self.buffer, "\" {status} {body_bytes}");
+        if !extra.is_empty() {
+            self.buffer.push(b' ');
+            push_escaped(&mut self.buffer, extra);
+        }
+        self.buffer.push(b'\n');
         if self.buffer.len() >= FLUSH_BYTES {
             let _ = self.flush();
         }

@@ -161,4 +161,18 @@ pub struct ProxyArgs {
     /// /stats (off by default).
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
+    /// Seconds a cache miss waits for another request's fetch of the same URI (collapsed
+    /// forwarding: one request to the origin); 0 turns collapsing off.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub collapse_wait: f64,
+    /// Also allow CONNECT tunnels to this port (repeatable; only 443 is allowed by default).
+    #[arg(long, value_name = "PORT")]
+    pub connect_port: Vec<u16>,
+    /// Allow CONNECT tunnels to any port.
+    #[arg(long)]
+    pub connect_any_port: bool,
+    /// Write an access log to this file: Common Log Format plus the cache status and the
+    /// upstream time in seconds (off by default).
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use coldwire_cache::StoreConfig;
 use coldwire_io::Backend;
-use coldwire_server::proxy::{Cidr, DataPath, Mode, ProxyConfig, RunningProxy};
+use coldwire_server::proxy::{Cidr, ConnectPorts, DataPath, Mode, ProxyConfig, RunningProxy};
 use coldwire_server::system;
 
 use crate::cli::{DataPathArg, ProxyArgs};
@@ -82,6 +82,18 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
     };
     config.splice_threshold = arguments.splice_threshold;
     config.admin = arguments.admin;
+    if arguments.connect_any_port {
+        config.connect_ports = ConnectPorts::Any;
+    }
+    for port in arguments.connect_port {
+        config.connect_ports.allow(port);
+    }
+    config.access_log = arguments.access_log;
+    config.collapse_wait = if arguments.collapse_wait == 0.0 {
+        Duration::ZERO
+    } else {
+        seconds(arguments.collapse_wait, "--collapse-wait")?
+    };
     Ok(config)
 }
 

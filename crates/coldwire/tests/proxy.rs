@@ -12,7 +12,10 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use proxy_support::{Origin, Proxy, body_of, connect, curl, header, via_proxy};
+use proxy_support::{
+    Origin, Proxy, body_of, connect, connect_through, curl, header, read_once, read_rest,
+    start_echo_server, via_proxy,
+};
 
 macro_rules! backend_tests {
     ($($backend:ident),+ $(,)?) => {
@@ -38,6 +41,14 @@ macro_rules! backend_tests {
             stats_endpoint_counts_requests_and_responses,
             hop_by_hop_and_proxy_headers_never_reach_the_origin,
             garbage_request_gets_400,
+            connect_is_limited_to_allowed_ports,
+            access_log_has_a_line_per_response_with_cache_status,
+            silent_tunnels_are_closed_and_active_ones_kept,
+            purge_removes_every_variant_for_allowed_clients_only,
+            ranges_are_served_from_cached_objects,
+            stale_while_revalidate_answers_at_once_and_refreshes_once,
+            stale_if_error_answers_when_the_origin_fails,
+            concurrent_misses_send_one_request_to_the_origin,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -384,7 +395,10 @@ fn tunnel_to_tls_server(backend: &str, proxy_args: &[&str]) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let proxy = Proxy::start(backend, proxy_args);
+    let port_text = port.to_string();
+    let mut args = vec!["--connect-port", &port_text];
+    args.extend_from_slice(proxy_args);
+    let proxy = Proxy::start(backend, &args);
     let output = curl(&[
         "-k",
         "-x",
@@ -592,4 +606,336 @@ fn hop_by_hop_and_proxy_headers_never_reach_the_origin(backend: &str) {
     assert!(!seen.contains("x-secret"), "{seen}");
     assert!(seen.contains("x-kept: 2"), "{seen}");
     assert!(seen.contains("via: 1.1 coldwire"), "{seen}");
+}
+
+/// CONNECT reaches port 443 only by default: another port gets a 403 that says which flag
+/// allows it; `--connect-port N` and `--connect-any-port` open it.
+fn connect_is_limited_to_allowed_ports(backend: &str) {
+    let echo = start_echo_server();
+    let target = echo.to_string();
+    let proxy = Proxy::start(backend, &[]);
+    let (mut stream, head) = connect_through(&proxy, &target);
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let body = String::from_utf8_lossy(&read_rest(&mut stream)).into_owned();
+    assert!(
+        body.contains(&format!("--connect-port {}", echo.port())),
+        "{body}"
+    );
+    // Port 443 passes the policy (nothing listens there: the answer is 502, not 403).
+    let (_, head) = connect_through(&proxy, "127.0.0.1:443");
+    assert!(head.starts_with("HTTP/1.1 502"), "{head}");
+    let port = echo.port().to_string();
+    for args in [
+        &["--connect-port", &port[..]][..],
+        &["--connect-any-port"][..],
+    ] {
+        let proxy = Proxy::start(backend, args);
+        let (mut stream, head) = connect_through(&proxy, &target);
+        assert!(head.starts_with("HTTP/1.1 200"), "{args:?}: {head}");
+        stream.write_all(b"ping").unwrap();
+        let mut echoed = [0u8; 4];
+        stream.read_exact(&mut echoed).unwrap();
+        assert_eq!(&echoed, b"ping");
+    }
+}
+
+/// Waits (bounded) until the access log holds `lines` lines and returns them.
+fn log_lines(path: &std::path::Path, lines: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let found: Vec<String> = text.lines().map(str::to_owned).collect();
+        if found.len() >= lines || std::time::Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `--access-log`: one Common Log Format line per response, with the cache status and the
+/// upstream time appended.
+fn access_log_has_a_line_per_response_with_cache_status(backend: &str) {
+    let origin = Origin::start();
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("access.log");
+    let proxy = Proxy::start(backend, &["--access-log", path.to_str().unwrap()]);
+    let url = origin.url("/cacheable");
+    via_proxy(&proxy, &[], &url);
+    via_proxy(&proxy, &[], &url);
+    let (_, head) = connect_through(&proxy, &origin.address.to_string());
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let lines = log_lines(&path, 3);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let request = format!("\"GET {url} HTTP/1.1\" 200 14");
+    assert!(lines[0].starts_with("127.0.0.1 - - ["), "{lines:?}");
+    assert!(
+        lines[0].contains(&format!("{request} miss 0.")),
+        "{lines:?}"
+    );
+    assert!(lines[1].ends_with(&format!("{request} hit -")), "{lines:?}");
+    assert!(
+        lines[2].contains(&format!("\"CONNECT {} HTTP/1.1\" 403", origin.address)),
+        "{lines:?}"
+    );
+}
+
+/// `--idle-timeout` on CONNECT tunnels, copied and spliced: a tunnel with traffic every
+/// 300 ms outlives several 1 s timeouts; one silent both ways is closed by the proxy.
+fn silent_tunnels_are_closed_and_active_ones_kept(backend: &str) {
+    let echo = start_echo_server();
+    let port = echo.port().to_string();
+    for data_path in ["copy", "splice"] {
+        let proxy = Proxy::start(
+            backend,
+            &[
+                "--connect-port",
+                &port,
+                "--idle-timeout",
+                "1",
+                "--data-path",
+                data_path,
+            ],
+        );
+        let (mut active, head) = connect_through(&proxy, &echo.to_string());
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        let (mut silent, head) = connect_through(&proxy, &echo.to_string());
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        silent.write_all(b"once").unwrap();
+        let mut echoed = [0u8; 4];
+        silent.read_exact(&mut echoed).unwrap();
+        for round in 0..10 {
+            active.write_all(b"ping").unwrap();
+            active
+                .read_exact(&mut echoed)
+                .unwrap_or_else(|error| panic!("{data_path}: round {round}: {error}"));
+            assert_eq!(&echoed, b"ping");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // The proxy closes the silent one: its read ends (the echo server would keep it
+        // for 120 s, and the test's 20 s read timeout reports an error instead of an end).
+        let mut probe = [0u8; 16];
+        let end = read_once(&mut silent, &mut probe);
+        assert!(
+            matches!(end, Ok(0)),
+            "{data_path}: the silent tunnel must be closed by the proxy, got {end:?}"
+        );
+    }
+}
+
+/// `PURGE URL`: 200 when something was removed (every Vary variant: both languages go to
+/// the origin again afterwards), 404 when nothing is cached, 403 outside the ACL.
+fn purge_removes_every_variant_for_allowed_clients_only(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start_on("0.0.0.0:0", backend, &[]);
+    let local = format!("http://127.0.0.1:{}", proxy.address.port());
+    let url = origin.url("/vary");
+    let get = |language: &str| {
+        let output = curl(&[
+            "-x",
+            &local,
+            "-H",
+            &format!("Accept-Language: {language}"),
+            &url,
+        ]);
+        assert_eq!(output.code, 0);
+        output.stdout
+    };
+    let purge = |proxy_url: &str| {
+        let output = curl(&["-i", "-x", proxy_url, "-X", "PURGE", &url]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    get("fr");
+    get("de");
+    get("fr");
+    assert_eq!(origin.requests("/vary"), 2, "two variants stored");
+    if let Some(address) = non_loopback_address() {
+        let outside = format!("http://{address}:{}", proxy.address.port());
+        let answer = purge(&outside);
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    } else {
+        println!("skipped the 403 part: this machine has no non-loopback IPv4 address");
+    }
+    let answer = purge(&local);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("purged 2"), "{answer}");
+    assert_eq!(get("fr"), b"language=fr");
+    assert_eq!(get("de"), b"language=de");
+    assert_eq!(origin.requests("/vary"), 4, "both variants were gone");
+    let answer = purge(&local);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answer = purge(&local);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(answer.contains("nothing cached"), "{answer}");
+    assert_eq!(
+        origin.requests("/vary"),
+        4,
+        "PURGE never reaches the origin"
+    );
+    // A reverse proxy takes the origin-form target.
+    let reverse = Proxy::start(
+        backend,
+        &["--reverse", &format!("http://{}", origin.address)],
+    );
+    let url = format!("{}/cacheable", reverse.url());
+    assert_eq!(curl(&[&url]).stdout, b"cacheable body");
+    let answer = String::from_utf8_lossy(&curl(&["-i", "-X", "PURGE", &url]).stdout).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(curl(&[&url]).stdout, b"cacheable body");
+    assert_eq!(origin.requests("/cacheable"), 2, "purged, so fetched again");
+}
+
+/// A `Range` on a hit is cut from the cached object: 206 with `Content-Range`, 416 when
+/// unsatisfiable, the whole 200 when `If-Range` does not match; the origin is not asked.
+/// On a miss the request goes as it came (this origin ignores `Range`: a full 200).
+fn ranges_are_served_from_cached_objects(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let url = origin.url("/cacheable");
+    let (status, _, body) = via_proxy(&proxy, &["-r", "0-8"], &url);
+    assert_eq!((status, &body[..]), (200, &b"cacheable body"[..]), "miss");
+    let (status, head, body) = via_proxy(&proxy, &["-r", "0-8"], &url);
+    assert_eq!((status, &body[..]), (206, &b"cacheable"[..]), "{head}");
+    assert_eq!(header(&head, "content-range"), Some("bytes 0-8/14"));
+    assert!(header(&head, "cache-status").unwrap().contains("hit"));
+    let (status, head, body) = via_proxy(&proxy, &["-r", "-4"], &url);
+    assert_eq!((status, &body[..]), (206, &b"body"[..]), "{head}");
+    assert_eq!(header(&head, "content-range"), Some("bytes 10-13/14"));
+    let (status, head, body) = via_proxy(&proxy, &["-r", "100-"], &url);
+    assert_eq!((status, body.len()), (416, 0), "{head}");
+    assert_eq!(header(&head, "content-range"), Some("bytes */14"));
+    let (status, _, body) = via_proxy(&proxy, &["-r", "0-8", "-H", "If-Range: \"v1\""], &url);
+    assert_eq!((status, &body[..]), (206, &b"cacheable"[..]));
+    let (status, _, body) = via_proxy(&proxy, &["-r", "0-8", "-H", "If-Range: \"v0\""], &url);
+    assert_eq!((status, &body[..]), (200, &b"cacheable body"[..]));
+    assert_eq!(
+        origin.requests("/cacheable"),
+        1,
+        "every range came from the cache"
+    );
+}
+
+/// `stale-while-revalidate`: stale hits are answered at once, marked stale, and one
+/// background revalidation (the origin takes 2 s to answer it) refreshes the entry.
+fn stale_while_revalidate_answers_at_once_and_refreshes_once(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    let url = origin.url("/swr");
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"swr body"[..]));
+    for _ in 0..3 {
+        let (status, head, body) = via_proxy(&proxy, &[], &url);
+        assert_eq!((status, &body[..]), (200, &b"swr body"[..]), "{head}");
+        let cache_status = header(&head, "cache-status").unwrap();
+        assert!(
+            cache_status.contains("hit") && cache_status.contains("stale-while-revalidate"),
+            "{head}"
+        );
+        assert!(header(&head, "x-refreshed").is_none(), "{head}");
+    }
+    // max-stale accepts the stale entry without starting another revalidation: poll
+    // (bounded) until the refreshed fields show.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, head, _) = via_proxy(&proxy, &["-H", "Cache-Control: max-stale"], &url);
+        if header(&head, "x-refreshed") == Some("yes") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never refreshed: {head}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        origin.requests("/swr"),
+        2,
+        "one miss, one background revalidation"
+    );
+    assert_eq!(origin.conditional("/swr"), 1);
+}
+
+/// `stale-if-error`: a 5xx or an unreachable origin is answered with the stored response
+/// within the window (response or request directive); without a window the error passes.
+fn stale_if_error_answers_when_the_origin_fails(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &["--upstream-timeout", "5"]);
+    let url = origin.url("/flaky?cc=max-age=0,_stale-if-error=60");
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"flaky body"[..]));
+    let (status, head, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"flaky body"[..]), "{head}");
+    let cache_status = header(&head, "cache-status").unwrap();
+    assert!(
+        cache_status.contains("fwd-status=500") && cache_status.contains("stale-if-error"),
+        "{head}"
+    );
+    assert_eq!(origin.requests("/flaky?cc=max-age=0,_stale-if-error=60"), 2);
+    // No window in the response: the 500 passes, unless the request grants one.
+    let url = origin.url("/flaky?cc=max-age=0");
+    via_proxy(&proxy, &[], &url);
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (500, &b"origin broke"[..]));
+    let (status, _, body) = via_proxy(&proxy, &["-H", "Cache-Control: stale-if-error=60"], &url);
+    assert_eq!((status, &body[..]), (200, &b"flaky body"[..]));
+    // An origin that is gone: connection refused instead of 502.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let once = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && read_once(&mut stream, &mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nCache-Control: max-age=0, stale-if-error=60\r\n\
+              Connection: close\r\nContent-Length: 9\r\n\r\nlast word",
+        );
+        // The listener closes here: later connections are refused.
+    });
+    let url = format!("http://{address}/gone");
+    let (status, _, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"last word"[..]));
+    once.join().unwrap();
+    let (status, head, body) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, &body[..]), (200, &b"last word"[..]), "{head}");
+    assert!(
+        header(&head, "cache-status")
+            .unwrap()
+            .contains("stale-if-error"),
+        "{head}"
+    );
+}
+
+/// Collapsed forwarding: five concurrent misses for a URI the origin takes 1.5 s to answer
+/// cost the origin one request, and all five get the body; when the answer turns out
+/// uncacheable, the waiting requests go to the origin themselves.
+fn concurrent_misses_send_one_request_to_the_origin(backend: &str) {
+    let origin = Origin::start();
+    let proxy = Proxy::start(backend, &[]);
+    for (path, expected_requests) in [("/slow", 1), ("/slow?nostore", 5)] {
+        let url = origin.url(path);
+        let clients: Vec<_> = (0..5)
+            .map(|_| {
+                let proxy_url = proxy.url();
+                let url = url.clone();
+                std::thread::spawn(move || curl(&["-i", "-x", &proxy_url, &url]))
+            })
+            .collect();
+        let mut collapsed = 0;
+        for client in clients {
+            let output = client.join().unwrap();
+            assert_eq!(output.code, 0, "{path}");
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            assert!(
+                text.starts_with("HTTP/1.1 200") && text.ends_with("slow body"),
+                "{path}: {text}"
+            );
+            collapsed += usize::from(text.contains("detail=collapsed"));
+        }
+        assert_eq!(origin.requests(path), expected_requests, "{path}");
+        if expected_requests == 1 {
+            assert_eq!(collapsed, 4, "four waited for the first");
+        }
+    }
 }

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use coldwire_cache::{CacheControl, CacheStatus, Fields, Forward, Lookup, StoredResponse};
 use coldwire_http::etag::list_matches;
-use coldwire_http::{ETag, Method, RequestHead, Version, parse_http_date};
+use coldwire_http::{ETag, Method, RangeOutcome, RequestHead, Version, parse_http_date};
 use coldwire_io::{Chunk, Driver};
 
+use super::cache_range::{add_content_range, range_for, slice_body};
 use super::client::{Destination, Routed};
+use super::collapse::Collapse;
 use super::head::{ClientFraming, ClientHead, write_client_head};
 use super::state::{CacheWork, Client};
 use super::worker::Worker;
@@ -38,12 +40,24 @@ pub(super) fn client_not_modified<'a>(
     }
 }
 
+/// The cache key of a request: `http://authority/path?query`, the authority lowercased.
+pub(super) fn cache_key(destination: &Destination<'_>) -> String {
+    let mut key =
+        String::with_capacity(16 + destination.authority.len() + destination.path_and_query.len());
+    key.push_str("http://");
+    key.push_str(&destination.authority.to_ascii_lowercase());
+    key.push_str(destination.path_and_query);
+    key
+}
+
 /// What the cache decided for a request.
 pub(super) enum CacheDecision {
     /// Answered from the store (or refused with `only-if-cached`).
     Answered(Routed),
     /// Goes to the origin with this cache work.
     Forward(CacheWork),
+    /// Waits for another request's fetch of the same key (collapsed forwarding).
+    Wait,
 }
 
 /// A response answered from the store.
@@ -54,6 +68,8 @@ pub(super) struct FromStore<'a> {
     pub head_only: bool,
     pub not_modified: bool,
     pub status: CacheStatus,
+    /// The byte range asked for (`Full` when none applies).
+    pub range: RangeOutcome,
 }
 
 fn request_directives(head: &RequestHead<'_>) -> CacheControl {
@@ -75,6 +91,7 @@ fn bypass() -> CacheWork {
         stored: None,
         request_directives: CacheControl::default(),
         request_fields: Fields::new(),
+        claim: None,
     }
 }
 
@@ -91,12 +108,7 @@ impl<D: Driver> Worker<D> {
         let Some(store) = self.store.clone() else {
             return CacheDecision::Forward(bypass());
         };
-        let mut key = String::with_capacity(
-            16 + destination.authority.len() + destination.path_and_query.len(),
-        );
-        key.push_str("http://");
-        key.push_str(&destination.authority.to_ascii_lowercase());
-        key.push_str(destination.path_and_query);
+        let key = cache_key(destination);
         if !head.method().is_get_or_head() {
             if !matches!(head.method(), Method::Options | Method::Trace) {
                 // An unsafe method invalidates what is stored for its target (RFC 9111 §4.4).
@@ -109,11 +121,12 @@ impl<D: Driver> Worker<D> {
         // The request's fields are kept only for what goes forward (Vary, conditionals
         // after a 304): a hit copies nothing.
         let mut work = CacheWork {
-            key: Some(key),
+            key: None,
             forward: Forward::UriMiss,
             stored: None,
             request_directives: directives,
             request_fields: Fields::new(),
+            claim: None,
         };
         match lookup {
             Lookup::Found(stored) => {
@@ -125,11 +138,39 @@ impl<D: Driver> Worker<D> {
                         keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
                         head_only: head.method() == Method::Head,
                         not_modified: client_not_modified(|name| head.header(name), &stored),
-                        status: CacheStatus::hit(stored.ttl(self.wall_clock)),
+                        status: CacheStatus {
+                            detail: client.collapsed_wait.map(|_| "collapsed"),
+                            ..CacheStatus::hit(stored.ttl(self.wall_clock))
+                        },
+                        range: range_for(head, &stored),
                     };
                     let keep_alive = answer.keep_alive;
-                    self.answer_from_store(&answer, output);
-                    let _ = client;
+                    let (status, body_bytes) = self.answer_from_store(&answer, output);
+                    self.log_answer(client, status, body_bytes, Some(answer.status.log_token()));
+                    return CacheDecision::Answered(if keep_alive {
+                        Routed::Answered
+                    } else {
+                        Routed::AnsweredThenClose
+                    });
+                }
+                if !self.config.revalidate_always
+                    && stored.may_serve_while_revalidating(self.wall_clock, &directives)
+                {
+                    let mut status = CacheStatus::hit(stored.ttl(self.wall_clock));
+                    status.detail = Some("stale-while-revalidate");
+                    let answer = FromStore {
+                        stored: &stored,
+                        version: head.version(),
+                        keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
+                        head_only: head.method() == Method::Head,
+                        not_modified: client_not_modified(|name| head.header(name), &stored),
+                        status,
+                        range: range_for(head, &stored),
+                    };
+                    let keep_alive = answer.keep_alive;
+                    let (code, body_bytes) = self.answer_from_store(&answer, output);
+                    self.log_answer(client, code, body_bytes, Some("stale"));
+                    self.revalidate_in_background(&key, head, destination, &stored);
                     return CacheDecision::Answered(if keep_alive {
                         Routed::Answered
                     } else {
@@ -143,8 +184,18 @@ impl<D: Driver> Worker<D> {
                 };
                 work.stored = Some(stored);
             }
-            Lookup::VaryMiss => work.forward = Forward::VaryMiss,
-            Lookup::Miss => {}
+            Lookup::VaryMiss | Lookup::Miss => {
+                if matches!(lookup, Lookup::VaryMiss) {
+                    work.forward = Forward::VaryMiss;
+                }
+                if !directives.only_if_cached {
+                    match self.collapse(client, head, &directives, &key) {
+                        Collapse::Lead(claim) => work.claim = Some(claim),
+                        Collapse::Alone => {}
+                        Collapse::Wait => return CacheDecision::Wait,
+                    }
+                }
+            }
         }
         for (name, value) in head.headers() {
             work.request_fields.push(name, value);
@@ -160,21 +211,29 @@ impl<D: Driver> Worker<D> {
                 output,
             ));
         }
+        work.key = Some(key);
         CacheDecision::Forward(work)
     }
 
-    /// Writes a response from the store into `output`.
-    pub(super) fn answer_from_store(&mut self, answer: &FromStore<'_>, output: &mut Output) {
+    /// Writes a response from the store into `output`; returns its status and body bytes.
+    pub(super) fn answer_from_store(
+        &mut self,
+        answer: &FromStore<'_>,
+        output: &mut Output,
+    ) -> (u16, u64) {
         let stored = answer.stored;
-        let status = if answer.not_modified {
-            304
+        let range = if answer.not_modified {
+            RangeOutcome::Full
         } else {
-            stored.status
+            answer.range
         };
-        let framing = if answer.not_modified {
-            ClientFraming::Empty(None)
-        } else {
-            ClientFraming::Length(stored.body_len)
+        let (status, framing) = match range {
+            _ if answer.not_modified => (304, ClientFraming::Empty(None)),
+            RangeOutcome::Full => (stored.status, ClientFraming::Length(stored.body_len)),
+            RangeOutcome::Partial { .. } => {
+                (206, ClientFraming::Length(range.partial_len().unwrap_or(0)))
+            }
+            RangeOutcome::Unsatisfiable => (416, ClientFraming::Length(0)),
         };
         let head = ClientHead {
             version: answer.version,
@@ -188,16 +247,31 @@ impl<D: Driver> Worker<D> {
             cache_status: Some(answer.status),
             date: self.date.bytes(),
         };
-        write_client_head(output.bytes(&mut self.driver), &head);
+        let out = output.bytes(&mut self.driver);
+        write_client_head(out, &head);
+        add_content_range(out, range, stored.body_len);
         let mut body_bytes = 0;
+        let sliced;
+        let body = match range {
+            RangeOutcome::Full => &stored.body,
+            RangeOutcome::Partial {
+                start,
+                end_inclusive,
+            } => {
+                sliced = slice_body(&stored.body, start, end_inclusive);
+                &sliced
+            }
+            RangeOutcome::Unsatisfiable => &Vec::new(),
+        };
         if !answer.not_modified && !answer.head_only {
-            for piece in &stored.body {
+            for piece in body {
                 body_bytes += piece.len() as u64;
                 output.chunk(&mut self.driver, Chunk::Shared(piece.clone()));
             }
         }
         self.http.count_response(status);
         self.http.body_bytes += body_bytes;
+        (status, body_bytes)
     }
 
     /// A `304` answered a revalidation: refresh the stored response and answer the client
@@ -232,9 +306,13 @@ impl<D: Driver> Worker<D> {
             head_only: exchange.head_only,
             not_modified: client_not_modified(|name| fields.get(name), &refreshed),
             status,
+            // Ranges are served from fresh hits only; after a 304 the whole body goes.
+            range: RangeOutcome::Full,
         };
-        self.answer_from_store(&answer, output);
+        let (status, body_bytes) = self.answer_from_store(&answer, output);
+        let upstream = self.wall_clock.duration_since(exchange.request_time).ok();
         let key = key.clone();
+        self.log_line(client, status, body_bytes, "revalidated", upstream);
         if let Ok(response) = Arc::try_unwrap(refreshed) {
             store.insert(&key, response);
         }

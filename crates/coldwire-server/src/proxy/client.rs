@@ -10,8 +10,11 @@ use coldwire_http::{
 use coldwire_io::{Buffer, Driver, Flush};
 
 use super::cache_fill::CacheDecision;
+use super::collapse::POLL;
 use super::config::Mode;
 use super::head::via_hops;
+use super::policy::TextAnswer;
+use super::purge::is_purge;
 use super::state::{Client, RequestBody};
 use super::worker::{Step, Worker};
 use crate::origin::error_response;
@@ -26,6 +29,9 @@ pub(super) enum Routed {
     AnsweredThenClose,
     /// Forwarded: an exchange (or tunnel) is in flight.
     InFlight,
+    /// Waits for another fetch of its key; its head stays in the input (collapsed
+    /// forwarding re-routes it).
+    Parked,
 }
 
 /// Where a request goes.
@@ -108,7 +114,9 @@ impl<D: Driver> Worker<D> {
                 Ok(Parsed::Complete { head, head_len }) => {
                     let routed = self.route(client, &head, &mut output);
                     let mut input = input;
-                    input.consume(head_len);
+                    if !matches!(routed, Ok(Routed::Parked)) {
+                        input.consume(head_len);
+                    }
                     client.session.input = Some(input);
                     routed
                 }
@@ -134,6 +142,7 @@ impl<D: Driver> Worker<D> {
                     client.session.linger = true;
                     break;
                 }
+                Ok(Routed::Parked) => break,
                 Ok(Routed::InFlight) => {
                     // Body bytes that came with the head go now that the input is back.
                     self.forward_request_body(client);
@@ -172,7 +181,11 @@ impl<D: Driver> Worker<D> {
         head: &RequestHead<'_>,
         output: &mut Output,
     ) -> Result<Routed, Status> {
-        self.http.requests += 1;
+        if client.collapsed_wait.is_none() {
+            // A parked request is routed again on every poll: count it once.
+            self.http.requests += 1;
+        }
+        self.remember_request_line(client, head);
         if client.denied {
             return Ok(self.answer_error(client, head.version(), Status::FORBIDDEN, false, output));
         }
@@ -186,6 +199,17 @@ impl<D: Driver> Worker<D> {
         let destination = match (&target, &config.mode) {
             (Target::Authority(authority), Mode::Forward) => {
                 let (host, port) = split_authority(authority, 443).ok_or(Status::BAD_REQUEST)?;
+                if !config.connect_ports.allows(port) {
+                    let text = Self::connect_port_refusal(port);
+                    let answer = TextAnswer {
+                        version: head.version(),
+                        status: Status::FORBIDDEN,
+                        keep_alive: false,
+                        text: &text,
+                        cache: None,
+                    };
+                    return Ok(self.answer_text(client, &answer, output));
+                }
                 let host = host.to_owned();
                 self.queue_pending(client, output);
                 self.start_tunnel(client, host, port);
@@ -237,9 +261,19 @@ impl<D: Driver> Worker<D> {
             BodyFraming::Length(length) => RequestBody::Length(length),
             BodyFraming::Chunked => RequestBody::Chunked(Box::default()),
         };
+        if is_purge(head) {
+            return Ok(self.purge(client, head, &destination, output));
+        }
         let cache = match self.try_cache(client, head, &destination, output) {
-            CacheDecision::Answered(answered) => return Ok(answered),
-            CacheDecision::Forward(cache) => cache,
+            CacheDecision::Wait => return Ok(Routed::Parked),
+            CacheDecision::Answered(answered) => {
+                client.collapsed_wait = None;
+                return Ok(answered);
+            }
+            CacheDecision::Forward(cache) => {
+                client.collapsed_wait = None;
+                cache
+            }
         };
         if head.expects_continue() {
             // Say continue at once: Expect is not forwarded.
@@ -279,7 +313,7 @@ impl<D: Driver> Worker<D> {
         );
         self.http.count_response(answer.status);
         self.http.body_bytes += answer.body_bytes;
-        let _ = client;
+        self.log_answer(client, answer.status, answer.body_bytes, None);
         if keep_alive {
             Routed::Answered
         } else {
@@ -336,6 +370,14 @@ impl<D: Driver> Worker<D> {
             return Step::Keep;
         }
         if client.exchange.is_some() || client.tunnel.is_some() {
+            return Step::Keep;
+        }
+        if client.collapsed_wait.is_some() {
+            // Earlier answers are out; the waiting request polls again (a write deadline
+            // may have replaced its poll while they were being written).
+            client.session.enter(&mut self.driver, Phase::Idle);
+            let due = self.driver.now() + POLL;
+            client.session.set_deadline(&mut self.driver, due);
             return Step::Keep;
         }
         let complete = client.session.input.as_ref().is_some_and(|input| {

@@ -2,6 +2,7 @@
 //! proxy on this machine wants. Every limit is explicit here.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use coldwire_cache::StoreConfig;
@@ -9,6 +10,7 @@ use coldwire_http::Limits;
 use coldwire_io::Backend;
 
 use super::acl::Acl;
+use super::policy::ConnectPorts;
 
 /// Where requests go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +93,14 @@ pub struct ProxyConfig {
     pub backlog: i32,
     /// The name in `Via` and `Cache-Status` (a token).
     pub name: String,
+    /// How long a miss waits for another request's fetch of the same key (collapsed
+    /// forwarding); zero turns collapsing off.
+    pub collapse_wait: Duration,
+    /// Ports CONNECT may reach (443 only by default).
+    pub connect_ports: ConnectPorts,
+    /// Access log file (Common Log Format plus cache status and upstream time); off when
+    /// `None`.
+    pub access_log: Option<PathBuf>,
 }
 
 impl ProxyConfig {
@@ -122,6 +132,9 @@ impl ProxyConfig {
             shutdown_grace: Duration::from_secs(10),
             backlog: 4096,
             name: "coldwire".to_owned(),
+            collapse_wait: Duration::from_secs(10),
+            connect_ports: ConnectPorts::default(),
+            access_log: None,
         }
     }
 }

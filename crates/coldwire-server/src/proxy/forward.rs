@@ -55,6 +55,8 @@ impl<D: Driver> Worker<D> {
             cache,
             response: None,
             request_time: self.wall_clock,
+            log_cache: "-",
+            upstream_time: None,
         };
         client.exchange = Some(exchange);
         // The client's timer now only guards against a silent origin (its own timer
@@ -291,7 +293,17 @@ impl<D: Driver> Worker<D> {
         match origin.state {
             OriginState::Idle => self.close_origin(origin),
             OriginState::Tunnel(client_id) => {
-                if error.is_none() {
+                if !origin.connected {
+                    // The connect failed (refused, unreachable): 502, as for a request.
+                    self.driver.close(origin.id);
+                    if let Some(mut client) = self.take_client(client_id) {
+                        if let Some(tunnel) = client.tunnel.as_mut() {
+                            tunnel.origin = None;
+                        }
+                        let step = self.tunnel_failed(&mut client);
+                        self.put_client(client, step);
+                    }
+                } else if error.is_none() {
                     self.on_tunnel_origin_closed(origin, client_id);
                 } else {
                     self.driver.close(origin.id);
@@ -346,6 +358,8 @@ impl<D: Driver> Worker<D> {
                     self.finish_response(client, None)
                 } else {
                     // Truncated: the client must see an error, and nothing is stored.
+                    let (status, bytes) = (progress.status, progress.body_bytes);
+                    self.log_line(client, status, bytes, "aborted", None);
                     self.http.count_response(502);
                     Step::Close
                 }
@@ -384,6 +398,15 @@ impl<D: Driver> Worker<D> {
                     exchange.origin = None;
                 }
                 let step = if started {
+                    // Cut mid-body: log what the client got before the close.
+                    let sent = client
+                        .exchange
+                        .as_ref()
+                        .and_then(|exchange| exchange.response.as_ref())
+                        .map(|progress| (progress.status, progress.body_bytes));
+                    if let Some((status, bytes)) = sent {
+                        self.log_line(&mut client, status, bytes, "aborted", None);
+                    }
                     Step::Close
                 } else {
                     self.fail_before_response(&mut client, Status::GATEWAY_TIMEOUT)
@@ -405,6 +428,9 @@ impl<D: Driver> Worker<D> {
 
     /// Ends the exchange with an error answer queued for the client (not flushed).
     pub(super) fn end_with_error(&mut self, client: &mut Client, status: Status) {
+        if self.answer_stale_on_error(client, status) {
+            return;
+        }
         let Some(exchange) = client.exchange.take() else {
             return;
         };

@@ -7,22 +7,34 @@
 //! per-connection state), `worker.rs` (the loop and completion dispatch), `client.rs` (the
 //! downstream request path), `forward.rs` (upstream connections and request bodies),
 //! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
-//! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop).
+//! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
+//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE), `cache_range.rs`
+//! (byte ranges from the cache), `stale.rs` and `revalidator.rs` (RFC 5861:
+//! stale-while-revalidate, stale-if-error), `collapse.rs` (collapsed forwarding).
 
+mod access;
 pub mod acl;
 mod cache_fill;
+mod cache_range;
 mod client;
+mod collapse;
 pub mod config;
 mod forward;
 pub mod head;
+pub mod policy;
 pub mod pool;
+mod purge;
 pub mod resolver;
 mod response;
+mod revalidator;
 pub mod server;
+mod stale;
 mod state;
 mod tunnel;
+mod tunnel_idle;
 mod worker;
 
 pub use acl::{Acl, Cidr};
 pub use config::{DataPath, Mode, ProxyConfig};
+pub use policy::ConnectPorts;
 pub use server::RunningProxy;

@@ -142,6 +142,10 @@ impl<D: Driver> Worker<D> {
                 origin.head.drain(..response.head_len);
                 continue;
             }
+            if response.status >= 500 && self.stale_on_error_available(client) {
+                // stale-if-error: the stored response answers instead (fail_before_response).
+                return Err(Status::from_u16(response.status).unwrap_or(Status::BAD_GATEWAY));
+            }
             let rest = origin.head.split_off(response.head_len);
             self.begin_response(client, response);
             return Ok(Some(rest));
@@ -202,7 +206,13 @@ impl<D: Driver> Worker<D> {
                     Storability::No(reason) => status.detail = Some(reason),
                 }
             }
+            exchange.log_cache = status.log_token();
             cache_status = Some(status);
+        }
+        exchange.upstream_time = self.wall_clock.duration_since(exchange.request_time).ok();
+        if fill.is_none() {
+            // Not stored: requests waiting for this response go to the origin themselves.
+            exchange.cache.claim = None;
         }
         let splice = self.config.data_path == DataPath::Splice
             && self.driver.supports_splice()
@@ -376,6 +386,8 @@ impl<D: Driver> Worker<D> {
         }
         self.http.count_response(progress.status);
         self.http.body_bytes += progress.body_bytes;
+        let logged = (exchange.log_cache, exchange.upstream_time);
+        self.log_exchange(client, logged, progress.status, progress.body_bytes);
         if !exchange.keep_alive {
             client.session.close_after_write = true;
             client.session.linger = !matches!(exchange.body, super::state::RequestBody::Done)

@@ -2,6 +2,7 @@
 //! by all workers, and starts the proxy workers on the chosen backend with one `match`
 //! (each a monomorphised loop), exactly as `RunningServer` does for the origin server.
 
+use std::fs::OpenOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -62,6 +63,19 @@ impl RunningProxy {
         let admin_addr = admin_listener
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
+        let access_log = match &config.access_log {
+            Some(path) => Some(Arc::new(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|source| ServerError::AccessLog {
+                        path: path.clone(),
+                        source,
+                    })?,
+            )),
+            None => None,
+        };
         let store = config.cache.map(|store| Arc::new(Store::new(store)));
         let mut stats = Stats::new(config.backend.name(), workers);
         if let Some(store) = &store {
@@ -85,6 +99,7 @@ impl RunningProxy {
                 stats: stats.clone(),
                 stop: stop.clone(),
                 store: store.clone(),
+                access_log: access_log.clone(),
             };
             let (waker, thread) = match config.backend {
                 Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,

@@ -37,6 +37,11 @@ pub struct Client {
     pub tunnel: Option<Tunnel>,
     /// A request body waits for the origin to accept more before reading the client again.
     pub body_blocked: bool,
+    /// The current request waits for another fetch of its key until then (collapsed
+    /// forwarding); its head stays in the input.
+    pub collapsed_wait: Option<std::time::Instant>,
+    /// The current request's line, for the access log (only when logging).
+    pub request_line: Option<Box<super::access::RequestLine>>,
 }
 
 /// How much of a request body is still to come from the client.
@@ -61,6 +66,9 @@ pub struct CacheWork {
     pub request_directives: CacheControl,
     /// The request's fields (for `Vary` and for client conditionals after a 304).
     pub request_fields: Fields,
+    /// This exchange leads the fetch of its key (collapsed forwarding); dropped when its
+    /// response turns out not storable or the exchange ends.
+    pub claim: Option<coldwire_cache::Claim>,
 }
 
 /// One request forwarded to an origin.
@@ -95,6 +103,10 @@ pub struct Exchange {
     pub response: Option<Progress>,
     /// When the request was sent (for the response's age).
     pub request_time: SystemTime,
+    /// The cache status word for the access log, once the response head is known.
+    pub log_cache: &'static str,
+    /// Request sent to response head received, for the access log.
+    pub upstream_time: Option<std::time::Duration>,
 }
 
 /// A response streaming from the origin to the client.
@@ -142,6 +154,8 @@ pub struct Tunnel {
     pub origin_done: bool,
     /// Both directions are spliced by the driver.
     pub spliced: bool,
+    /// Bytes both splices had delivered at the last idle check.
+    pub spliced_seen: u64,
 }
 
 /// What an upstream connection is doing.

@@ -27,6 +27,7 @@ impl<D: Driver> Worker<D> {
             client_done: false,
             origin_done: false,
             spliced: false,
+            spliced_seen: 0,
         });
         client.session.enter(&mut self.driver, Phase::Idle);
         let due = self.upstream_deadline();
@@ -116,6 +117,7 @@ impl<D: Driver> Worker<D> {
         answer.extend_from_slice(ESTABLISHED);
         self.driver.send(client_id, Chunk::Owned(answer));
         self.http.count_response(200);
+        self.log_answer(&mut client, 200, 0, Some("tunnel"));
         let due = self.idle_deadline();
         client.session.set_deadline(&mut self.driver, due);
         // Bytes the client sent after its CONNECT head (a TLS ClientHello) go first.

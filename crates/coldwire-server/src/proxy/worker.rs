@@ -7,6 +7,7 @@
 //! `response.rs`, the cache in `cache_fill.rs`, tunnels in `tunnel.rs`.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::io;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use super::config::ProxyConfig;
 use super::pool::Pool;
 use super::resolver::Resolver;
 use super::state::{Client, Origin, OriginState, Peer};
+use crate::access_log::AccessLog;
 use crate::session::{Phase, Session};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
@@ -38,6 +40,8 @@ pub struct ProxyWorkerContext {
     pub stop: Arc<AtomicBool>,
     /// The cache shared by all workers (`None`: caching off).
     pub store: Option<Arc<Store>>,
+    /// The access log file, when logging.
+    pub access_log: Option<Arc<File>>,
 }
 
 /// Whether a connection stays after a step.
@@ -64,6 +68,9 @@ pub(super) struct Worker<D: Driver> {
     listener: Option<ListenerId>,
     pub(super) drain_deadline: Option<Instant>,
     pub(super) clients: usize,
+    pub(super) log: Option<AccessLog>,
+    /// Background revalidations (`stale-while-revalidate`), started on first use.
+    pub(super) revalidator: Option<super::revalidator::Revalidator>,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -88,6 +95,8 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         listener: Some(listener),
         drain_deadline: None,
         clients: 0,
+        log: context.access_log.map(AccessLog::new),
+        revalidator: None,
         config,
     };
     worker.run()
@@ -96,9 +105,15 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
 impl<D: Driver> Worker<D> {
     fn run(&mut self) -> io::Result<()> {
         loop {
-            let timeout = self
+            let mut timeout = self
                 .drain_deadline
                 .map(|deadline| deadline.saturating_duration_since(self.driver.now()));
+            if self.log.as_ref().is_some_and(AccessLog::has_pending) {
+                // Buffered log lines go out within a second even when the proxy is quiet.
+                timeout = Some(timeout.map_or(Duration::from_secs(1), |left| {
+                    left.min(Duration::from_secs(1))
+                }));
+            }
             self.driver.wait(timeout)?;
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
@@ -110,10 +125,16 @@ impl<D: Driver> Worker<D> {
             }
             self.publish();
             let now = self.driver.now();
+            if let Some(log) = self.log.as_mut() {
+                log.flush_if_due(now);
+            }
             if let Some(deadline) = self.drain_deadline
                 && (self.clients == 0 || now >= deadline)
             {
                 self.close_everything();
+                if let Some(log) = self.log.as_mut() {
+                    let _ = log.flush();
+                }
                 self.publish();
                 return Ok(());
             }
@@ -221,6 +242,8 @@ impl<D: Driver> Worker<D> {
                     exchange: None,
                     tunnel: None,
                     body_blocked: false,
+                    request_line: None,
+                    collapsed_wait: None,
                 });
                 *self.slot(connection) = Some(Peer::Client(client));
                 self.clients += 1;
@@ -281,12 +304,13 @@ impl<D: Driver> Worker<D> {
         if !session.deadline_reached(&mut self.driver) {
             return Step::Keep;
         }
+        if client.collapsed_wait.is_some() {
+            return self.collapsed_poll(client);
+        }
         let now = self.driver.now();
         if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
-            // A spliced tunnel's traffic never passes through here, so its silence cannot
-            // be told from activity: it lasts until either side closes.
-            session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
-            return Step::Keep;
+            // Its bytes never pass through here: the driver says whether they moved.
+            return self.spliced_tunnel_deadline(client);
         }
         match session.phase {
             Phase::Idle if client.exchange.is_some() => {
@@ -321,7 +345,8 @@ impl<D: Driver> Worker<D> {
                 Peer::Client(client)
                     if client.session.phase == Phase::Idle
                         && client.exchange.is_none()
-                        && client.tunnel.is_none() =>
+                        && client.tunnel.is_none()
+                        && client.collapsed_wait.is_none() =>
                 {
                     Some(client.session.id)
                 }

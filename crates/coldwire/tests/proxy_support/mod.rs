@@ -111,14 +111,23 @@ fn serve_connection(stream: TcpStream, seen: &Mutex<Seen>) {
             }
         }
         let body = read_body(&mut reader, &headers);
-        {
+        let count = {
             let mut seen = seen.lock().unwrap();
-            *seen.requests.entry(path.clone()).or_default() += 1;
             if headers.contains_key("if-none-match") || headers.contains_key("if-modified-since") {
                 *seen.conditional.entry(path.clone()).or_default() += 1;
             }
-        }
-        if !answer(&mut writer, &method, &path, &headers, &body) {
+            let count = seen.requests.entry(path.clone()).or_default();
+            *count += 1;
+            *count
+        };
+        let request = Request {
+            method: &method,
+            path: &path,
+            headers: &headers,
+            body: &body,
+            count,
+        };
+        if !answer(&mut writer, &request) {
             return;
         }
     }
@@ -165,16 +174,88 @@ fn respond(writer: &mut TcpStream, status: &str, fields: &[(&str, String)], body
     writer.write_all(head.as_bytes()).is_ok() && writer.write_all(body).is_ok()
 }
 
+/// A request as the test origin saw it.
+struct Request<'a> {
+    method: &'a str,
+    path: &'a str,
+    headers: &'a HashMap<String, String>,
+    body: &'a [u8],
+    /// How many requests for this path (query included) arrived, this one included.
+    count: usize,
+}
+
+/// A query parameter's value.
+fn parameter<'a>(path: &'a str, name: &str) -> Option<&'a str> {
+    path.split(['?', '&'])
+        .skip(1)
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// The origin's routes; returns false to close the connection.
-fn answer(
-    writer: &mut TcpStream,
-    method: &str,
-    path: &str,
-    headers: &HashMap<String, String>,
-    body: &[u8],
-) -> bool {
+fn answer(writer: &mut TcpStream, request: &Request<'_>) -> bool {
+    let Request {
+        method,
+        path,
+        headers,
+        body,
+        count,
+    } = *request;
     let route = path.split('?').next().unwrap_or("");
     match route {
+        // Always stale, may be served stale for 60 s while revalidated; the 304 takes 2 s
+        // and adds a field, so a test sees when the background revalidation landed.
+        "/swr" => {
+            let fields = [
+                (
+                    "Cache-Control",
+                    "max-age=0, stale-while-revalidate=60".to_owned(),
+                ),
+                ("ETag", "\"s1\"".to_owned()),
+            ];
+            if headers
+                .get("if-none-match")
+                .is_some_and(|tag| tag == "\"s1\"")
+            {
+                thread::sleep(Duration::from_secs(2));
+                let head = "HTTP/1.1 304 Not Modified\r\nETag: \"s1\"\r\n\
+                            Cache-Control: max-age=0, stale-while-revalidate=60\r\n\
+                            X-Refreshed: yes\r\n\r\n";
+                writer.write_all(head.as_bytes()).is_ok()
+            } else {
+                respond(writer, "200 OK", &fields, b"swr body")
+            }
+        }
+        // Answers after 1.5 s, cacheable unless `?nostore`.
+        "/slow" => {
+            thread::sleep(Duration::from_millis(1500));
+            let control = if path.contains("nostore") {
+                "no-store"
+            } else {
+                "max-age=60"
+            };
+            respond(
+                writer,
+                "200 OK",
+                &[("Cache-Control", control.into())],
+                b"slow body",
+            )
+        }
+        // 200 with Cache-Control from `cc` the first time, 500 afterwards.
+        "/flaky" => {
+            if count == 1 {
+                let control = parameter(path, "cc")
+                    .unwrap_or("max-age=0")
+                    .replace('_', " ");
+                respond(
+                    writer,
+                    "200 OK",
+                    &[("Cache-Control", control), ("ETag", "\"f1\"".into())],
+                    b"flaky body",
+                )
+            } else {
+                respond(writer, "500 Internal Server Error", &[], b"origin broke")
+            }
+        }
         "/cacheable" => respond(
             writer,
             "200 OK",
@@ -411,4 +492,74 @@ pub fn backend_available(name: &str) -> bool {
     );
     println!("skipped: {name} is unavailable here: {reason}");
     false
+}
+
+/// A TCP echo server on 127.0.0.1:port-0 (a tunnel's far end): every byte comes back.
+pub fn start_echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut stream = stream;
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+                let mut buffer = [0u8; 4096];
+                loop {
+                    match stream.read(&mut buffer) {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => {
+                            if stream.write_all(&buffer[..read]).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    address
+}
+
+/// Sends `CONNECT target` on a new connection to the proxy; returns the connection and
+/// the answer's head (and any body bytes that came with it).
+pub fn connect_through(proxy: &Proxy, target: &str) -> (TcpStream, String) {
+    let mut stream = connect(proxy.address);
+    stream
+        .write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
+        match read_once(&mut stream, &mut byte) {
+            Ok(1) => head.push(byte[0]),
+            Ok(_) => {
+                head.extend_from_slice(b"<end of stream>");
+                break;
+            }
+            Err(error) => {
+                head.extend_from_slice(format!("<{error}>").as_bytes());
+                break;
+            }
+        }
+    }
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// One `read`, retried when a signal interrupts it (the io_uring probe in this test
+/// process can make blocking reads return `EINTR`).
+pub fn read_once(stream: &mut TcpStream, buffer: &mut [u8]) -> std::io::Result<usize> {
+    for _ in 0..100 {
+        match stream.read(buffer) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+    stream.read(buffer)
+}
+
+/// Reads until the connection closes (bounded by the stream's read timeout).
+pub fn read_rest(stream: &mut TcpStream) -> Vec<u8> {
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    rest
 }

@@ -1,0 +1,129 @@
+//! Serving stale responses (RFC 5861). `stale-while-revalidate`: a stale hit within the
+//! window is answered at once (`Cache-Status: …; hit; ttl=-N;
+//! detail=stale-while-revalidate`) and one background revalidation per key refreshes the
+//! entry (`revalidator.rs`). `stale-if-error` (response or request directive): when the
+//! origin cannot be reached, times out or answers 5xx, a stored response within the window
+//! is answered instead of the error (`detail=stale-if-error`).
+
+use std::sync::Arc;
+
+use coldwire_cache::{CacheStatus, Fields, Forward, StoredResponse};
+use coldwire_http::{RequestHead, Status};
+use coldwire_io::Driver;
+
+use super::cache_fill::FromStore;
+use super::client::Destination;
+use super::head::write_upstream_request;
+use super::revalidator::{Revalidation, Revalidator, RevalidatorLimits};
+use super::state::{Client, RequestBody};
+use super::worker::Worker;
+use crate::output::Output;
+
+impl<D: Driver> Worker<D> {
+    /// Starts a background revalidation of `stored` for this request, unless one already
+    /// runs for `key` (anywhere in the proxy).
+    pub(super) fn revalidate_in_background(
+        &mut self,
+        key: &str,
+        head: &RequestHead<'_>,
+        destination: &Destination<'_>,
+        stored: &Arc<StoredResponse>,
+    ) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let Some(claim) = store.claim(key) else {
+            return;
+        };
+        if self.revalidator.is_none() {
+            let limits = RevalidatorLimits {
+                timeout: self.config.upstream_timeout,
+                max_head_bytes: self.config.max_response_head_bytes,
+            };
+            self.revalidator = Revalidator::start(store, limits).ok();
+        }
+        let Some(revalidator) = self.revalidator.as_ref() else {
+            return;
+        };
+        let mut request = Vec::new();
+        write_upstream_request(
+            &mut request,
+            head,
+            destination.path_and_query,
+            destination.authority,
+            &self.config.name,
+            Some(stored),
+        );
+        let mut request_fields = Fields::new();
+        for (name, value) in head.headers() {
+            request_fields.push(name, value);
+        }
+        revalidator.submit(Revalidation {
+            claim,
+            host: destination.host.to_owned(),
+            port: destination.port,
+            request,
+            stored: stored.clone(),
+            request_fields,
+            request_directives: coldwire_cache::CacheControl::parse(
+                head.header_values("cache-control"),
+            ),
+        });
+    }
+
+    /// Whether the exchange's stored response may replace an origin failure.
+    pub(super) fn stale_on_error_available(&self, client: &Client) -> bool {
+        client.exchange.as_ref().is_some_and(|exchange| {
+            exchange.cache.stored.as_ref().is_some_and(|stored| {
+                stored.may_serve_on_error(self.wall_clock, &exchange.cache.request_directives)
+            })
+        })
+    }
+
+    /// The origin failed with `status` before the response started: answers the stored
+    /// response instead when `stale-if-error` allows it (the exchange ends; the caller
+    /// has closed or will close the origin connection). False when it does not apply.
+    pub(super) fn answer_stale_on_error(&mut self, client: &mut Client, status: Status) -> bool {
+        if !self.stale_on_error_available(client) {
+            return false;
+        }
+        let Some(exchange) = client.exchange.take() else {
+            return false;
+        };
+        let Some(stored) = exchange.cache.stored.clone() else {
+            return false;
+        };
+        if let Some(origin) = exchange.origin.and_then(|id| self.take_origin(id)) {
+            self.driver.close(origin.id);
+        }
+        let body_pending = !matches!(exchange.body, RequestBody::Done);
+        let keep_alive = exchange.keep_alive && !body_pending;
+        let mut cache_status = CacheStatus::forward(Forward::Stale);
+        // Only an answer from the origin has a status to report; 502/504 are our own.
+        if !matches!(status, Status::BAD_GATEWAY | Status::GATEWAY_TIMEOUT) {
+            cache_status.forward_status = Some(status.code());
+        }
+        cache_status.ttl = Some(stored.ttl(self.wall_clock));
+        cache_status.detail = Some("stale-if-error");
+        let fields = &exchange.cache.request_fields;
+        let answer = FromStore {
+            stored: &stored,
+            version: exchange.version,
+            keep_alive,
+            head_only: exchange.head_only,
+            not_modified: super::cache_fill::client_not_modified(|name| fields.get(name), &stored),
+            status: cache_status,
+            range: coldwire_http::RangeOutcome::Full,
+        };
+        let mut output = Output::new(client.session.id);
+        let (code, body_bytes) = self.answer_from_store(&answer, &mut output);
+        output.finish(&mut self.driver);
+        let upstream = self.wall_clock.duration_since(exchange.request_time).ok();
+        self.log_line(client, code, body_bytes, "stale", upstream);
+        if !keep_alive {
+            client.session.close_after_write = true;
+            client.session.linger = true;
+        }
+        true
+    }
+}
