@@ -147,6 +147,10 @@ impl Driver for UringDriver {
         self.take_copy(destination)
     }
 
+    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        UringDriver::splice_delivered(self, destination)
+    }
+
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
         if chunk.is_empty() || !self.is_current(id) {
             return;

@@ -80,6 +80,9 @@ struct Transfer {
     step: Step,
     /// A connection closed: drop the transfer at its operation's completion.
     cancelled: bool,
+    /// Bytes delivered to the destination so far (prefix and spliced): how the proxy tells
+    /// a quiet spliced tunnel from a busy one.
+    delivered: u64,
 }
 
 /// The running transfers of one driver and its pipe pool.
@@ -214,6 +217,7 @@ impl UringDriver {
                 prefix: Vec::new(),
                 step: Step::Quieting,
                 cancelled: false,
+                delivered: 0,
             },
         );
         self.splices.sources.insert(source.slot, destination.slot);
@@ -287,6 +291,15 @@ impl UringDriver {
                     .remaining
                     .saturating_add((transfer.in_pipe + transfer.prefix.len()) as u64)
             })
+    }
+
+    /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
+    pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .transfers
+            .get(&destination.slot)
+            .filter(|transfer| transfer.destination == destination)
+            .map_or(0, |transfer| transfer.delivered)
     }
 
     /// Bytes a running transfer to `destination` has not taken from its source yet.
@@ -541,6 +554,7 @@ impl UringDriver {
         let Some(transfer) = self.transfer(slot) else {
             return;
         };
+        transfer.delivered += count as u64;
         transfer.prefix.drain(..count.min(transfer.prefix.len()));
         if transfer.prefix.is_empty() {
             self.next_in(slot);
@@ -634,6 +648,7 @@ impl UringDriver {
         let Some(transfer) = self.transfer(slot) else {
             return;
         };
+        transfer.delivered += count as u64;
         transfer.in_pipe = transfer.in_pipe.saturating_sub(count);
         if count == 0 {
             let error = io::Error::from(io::ErrorKind::WriteZero);
