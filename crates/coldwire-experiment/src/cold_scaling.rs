@@ -427,3 +427,65 @@ fn summarise(
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(cold: u64, throughput: f64) -> PointResult {
+        PointResult {
+            cold,
+            throughput,
+            cpu_us_per_request: 1e6 / throughput,
+            syscalls_per_request: 2.0,
+            events_per_wait: 10.0,
+            server_cores: 1.0,
+        }
+    }
+
+    #[test]
+    fn changes_are_computed_from_the_points_for_the_seed_range_and_the_whole_range() {
+        let select = vec![point(0, 1000.0), point(2000, 500.0), point(15000, 100.0)];
+        assert_eq!(
+            change_to(&select, SEED_COLD, |p| p.throughput),
+            Some((2000, -50.0))
+        );
+        assert_eq!(
+            change_to(&select, u64::MAX, |p| p.throughput),
+            Some((15000, -90.0))
+        );
+        assert_eq!(change_to(&select[..1], u64::MAX, |p| p.throughput), None);
+
+        let epoll = vec![point(0, 1000.0), point(1000, 990.0), point(15000, 950.0)];
+        let context = RunContext {
+            name: "cold-scaling".into(),
+            coldwire: "coldwire".into(),
+            dir: ".".into(),
+            scenario: serde_json::Value::Null,
+            quick: false,
+            machine: Default::default(),
+            command: Vec::new(),
+        };
+        let mut record = context.record("t", &[], String::new());
+        let mut warnings = Vec::new();
+        summarise(
+            &mut record,
+            &["select".into(), "epoll".into()],
+            &[select, epoll],
+            &mut warnings,
+        );
+        let comparison = record.seed_comparison.join(" ");
+        assert!(comparison.contains("select −50% (0→2,000)"), "{comparison}");
+        assert!(
+            comparison.contains("epoll −1% (0→1,000)"),
+            "largest count up to 2,000: {comparison}"
+        );
+        assert!(comparison.contains("is select (−90%)"), "{comparison}");
+        assert_eq!(record.findings.len(), 2);
+        assert_eq!(record.tables[0].rows[0][4], "−90%");
+        assert!(
+            warnings.is_empty(),
+            "the server used its whole core: {warnings:?}"
+        );
+    }
+}
