@@ -228,7 +228,9 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             parameters.rounds.max(1)
         ),
     );
-    record.parameters = serde_json::to_value(&parameters)?;
+    let mut used = parameters.clone();
+    used.pinning = Some(pinning);
+    record.parameters = serde_json::to_value(&used)?;
     record.raw_files = raw_files;
     let per_backend = |field: fn(&PointResult) -> f64| {
         backends

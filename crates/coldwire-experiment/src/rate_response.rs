@@ -193,7 +193,9 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             parameters.connections
         ),
     );
-    record.parameters = serde_json::to_value(&parameters)?;
+    let mut used = parameters.clone();
+    used.pinning = Some(pinning);
+    record.parameters = serde_json::to_value(&used)?;
     record.raw_files = raw_files;
     for &file in &parameters.file_bytes {
         let reproduces = if file == 1259 {
