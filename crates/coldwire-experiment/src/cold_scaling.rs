@@ -41,6 +41,14 @@ struct Parameters {
     duration: f64,
     /// Cold connections opened per second.
     cold_rate: f64,
+    /// Also measure the server's CPU at this fixed, open-loop rate (requests/s) at every
+    /// point, with the same cold connections: seed 002 Fig. 4 and seed 000 Fig. 1 measured
+    /// CPU at a fixed, low rate (100 requests/s). Off when absent.
+    #[serde(default)]
+    fixed_rate: Option<f64>,
+    /// Measured seconds of the fixed-rate run (default: `duration`).
+    #[serde(default)]
+    fixed_duration: Option<f64>,
     /// Repetitions of the whole grid (each point: the median).
     #[serde(default = "one")]
     rounds: u64,
@@ -62,6 +70,16 @@ struct PointResult {
     syscalls_per_request: f64,
     events_per_wait: f64,
     server_cores: f64,
+    /// Server CPU at the fixed rate, percent of one core (NaN when not measured).
+    fixed_cpu_percent: f64,
+}
+
+/// The load of one bench run: closed loop (`None`) or a fixed open-loop rate, for
+/// `duration` measured seconds.
+#[derive(Clone, Copy)]
+struct Load {
+    rate: Option<f64>,
+    duration: f64,
 }
 
 fn measure_once(
@@ -69,23 +87,25 @@ fn measure_once(
     parameters: &Parameters,
     setup: &ServerSetup<'_>,
     cold: u64,
+    load: Load,
     stem: &str,
 ) -> anyhow::Result<(BenchDocument, String)> {
     let file = DocumentRoot::file_name(parameters.file_bytes);
     let bench_args = |server: SocketAddr| {
         vec![
             format!("--url=http://{server}/{file}"),
-            "--rate=max".to_owned(),
+            load.rate
+                .map_or("--rate=max".to_owned(), |rate| format!("--rate={rate}")),
             format!("--connections={}", parameters.connections),
             format!("--cold={cold}"),
             format!("--cold-rate={}", parameters.cold_rate),
             format!("--warmup={}", parameters.warmup),
-            format!("--duration={}", parameters.duration),
+            format!("--duration={}", load.duration),
         ]
     };
     let opening = cold as f64 / parameters.cold_rate;
     let timeout =
-        Duration::from_secs_f64(60.0 + 2.0 * (opening + parameters.warmup + parameters.duration));
+        Duration::from_secs_f64(60.0 + 2.0 * (opening + parameters.warmup + load.duration));
     measure(context, setup, &bench_args, stem, timeout)
 }
 
@@ -121,8 +141,18 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     extra: &[],
                     pinning,
                 };
-                let (document, raw) = match measure_once(context, &parameters, &setup, cold, &stem)
-                {
+                let saturating = Load {
+                    rate: None,
+                    duration: parameters.duration,
+                };
+                let (document, raw) = match measure_once(
+                    context,
+                    &parameters,
+                    &setup,
+                    cold,
+                    saturating,
+                    &stem,
+                ) {
                     Ok(result) => result,
                     Err(error) => {
                         let message = format!(
@@ -150,7 +180,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     ));
                 }
                 let counters = phase.server_counters.as_ref();
-                let point = PointResult {
+                let mut point = PointResult {
                     cold,
                     throughput: phase.achieved_rate,
                     cpu_us_per_request: phase
@@ -160,14 +190,36 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                         .map_or(f64::NAN, |counters| counters.syscalls_per_request),
                     events_per_wait: counters.map_or(f64::NAN, |counters| counters.events_per_wait),
                     server_cores: phase.server.map_or(f64::NAN, |server| server.cpu_cores),
+                    fixed_cpu_percent: f64::NAN,
                 };
+                if let Some(rate) = parameters.fixed_rate {
+                    let fixed = Load {
+                        rate: Some(rate),
+                        duration: parameters.fixed_duration.unwrap_or(parameters.duration),
+                    };
+                    let fixed_stem = format!("{backend}-{cold}-at{rate}-r{round}");
+                    match measure_once(context, &parameters, &setup, cold, fixed, &fixed_stem) {
+                        Ok((document, raw)) => {
+                            raw_files.push(raw);
+                            raw_files.push(format!("raw/{fixed_stem}.txt"));
+                            point.fixed_cpu_percent = document
+                                .phase()?
+                                .server
+                                .map_or(f64::NAN, |server| server.cpu_cores * 100.0);
+                        }
+                        Err(error) => warnings.push(format!(
+                            "{backend} with {cold} cold connections at {rate} requests/s (round {round}) failed: {error:#}"
+                        )),
+                    }
+                }
                 context.progress(&format!(
-                    "  {} requests/s, {} µs CPU/request, {} syscalls/request, {} events/wait, server {} cores",
+                    "  {} requests/s, {} µs CPU/request, {} syscalls/request, {} events/wait, server {} cores; {}% CPU at the fixed rate",
                     thousands(point.throughput),
                     short(point.cpu_us_per_request),
                     short(point.syscalls_per_request),
                     short(point.events_per_wait),
-                    short(point.server_cores)
+                    short(point.server_cores),
+                    short(point.fixed_cpu_percent)
                 ));
                 samples[backend_index][cold_index].push(point);
             }
@@ -190,6 +242,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                         syscalls_per_request: of(|point| point.syscalls_per_request),
                         events_per_wait: of(|point| point.events_per_wait),
                         server_cores: of(|point| point.server_cores),
+                        fixed_cpu_percent: of(|point| point.fixed_cpu_percent),
                     }
                 })
                 .collect()
@@ -257,8 +310,8 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         ),
         figure(
             "cpu-per-request",
-            "Server CPU per request vs cold connections",
-            Some("seed 002, Fig. 4"),
+            "Server CPU per request at saturation vs cold connections",
+            None,
             cold_axis(),
             axis("server CPU per request", "µs", Scale::Log),
             per_backend(|point| point.cpu_us_per_request),
@@ -283,6 +336,38 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             "Seed 000: as each select() gets costlier, calls thin out and each returns more events, amortising its cost.",
         ),
     ];
+    if let Some(rate) = parameters.fixed_rate {
+        record.description.push_str(&format!(
+            " At every point a second run, with the same cold connections, offered a constant {} requests/s \
+             (open loop) for {} s: the server's CPU at a fixed load.",
+            thousands(rate),
+            parameters.fixed_duration.unwrap_or(parameters.duration)
+        ));
+        record.figures.push(figure(
+            "cpu-at-fixed-rate",
+            &format!("Server CPU at {} requests/s vs cold connections", thousands(rate)),
+            Some("seed 002, Fig. 4"),
+            cold_axis(),
+            axis("server CPU", "% of one core", Scale::Linear),
+            per_backend(|point| point.fixed_cpu_percent),
+            "The same offered load for every point: what grows is the cost of the idle connections.",
+        ));
+        for (backend, points) in backends.iter().zip(&results) {
+            if let (Some(first), Some(last)) = (points.first(), points.last())
+                && last.cold > first.cold
+                && first.fixed_cpu_percent.is_finite()
+            {
+                record.findings.push(format!(
+                    "{backend} at {} requests/s: server CPU {}% of a core with {} cold connections, {}% with {}.",
+                    thousands(rate),
+                    short(first.fixed_cpu_percent),
+                    thousands(first.cold as f64),
+                    short(last.fixed_cpu_percent),
+                    thousands(last.cold as f64)
+                ));
+            }
+        }
+    }
     summarise(&mut record, &backends, &results, &mut warnings);
     record.warnings = warnings;
     Ok(record)
@@ -442,6 +527,7 @@ mod tests {
             syscalls_per_request: 2.0,
             events_per_wait: 10.0,
             server_cores: 1.0,
+            fixed_cpu_percent: f64::NAN,
         }
     }
 
