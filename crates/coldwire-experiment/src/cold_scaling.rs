@@ -41,6 +41,10 @@ struct Parameters {
     duration: f64,
     /// Cold connections opened per second.
     cold_rate: f64,
+    /// Seconds a connect (cold or hot) or a request may take before it counts as failed
+    /// (a server scanning 15,000 descriptors per wait accepts slowly).
+    #[serde(default = "ten")]
+    timeout: f64,
     /// Also measure the server's CPU at this fixed, open-loop rate (requests/s) at every
     /// point, with the same cold connections: seed 002 Fig. 4 and seed 000 Fig. 1 measured
     /// CPU at a fixed, low rate (100 requests/s). Off when absent.
@@ -59,6 +63,10 @@ struct Parameters {
 
 fn one() -> u64 {
     1
+}
+
+fn ten() -> f64 {
+    10.0
 }
 
 /// One measured point (medians over rounds).
@@ -99,13 +107,15 @@ fn measure_once(
             format!("--connections={}", parameters.connections),
             format!("--cold={cold}"),
             format!("--cold-rate={}", parameters.cold_rate),
+            format!("--timeout={}", parameters.timeout),
             format!("--warmup={}", parameters.warmup),
             format!("--duration={}", load.duration),
         ]
     };
     let opening = cold as f64 / parameters.cold_rate;
-    let timeout =
-        Duration::from_secs_f64(60.0 + 2.0 * (opening + parameters.warmup + load.duration));
+    let timeout = Duration::from_secs_f64(
+        60.0 + 2.0 * (opening + parameters.timeout + parameters.warmup + load.duration),
+    );
     measure(context, setup, &bench_args, stem, timeout)
 }
 
@@ -128,7 +138,13 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     let mut samples: Vec<Vec<Vec<PointResult>>> =
         vec![vec![Vec::new(); parameters.cold.len()]; backends.len()];
     for round in 1..=parameters.rounds.max(1) {
-        for (cold_index, &cold) in parameters.cold.iter().enumerate() {
+        // Even rounds walk the cold counts backwards, so a drift in the machine's other
+        // load over time does not line up with the cold count.
+        let mut order: Vec<(usize, u64)> = parameters.cold.iter().copied().enumerate().collect();
+        if round.is_multiple_of(2) {
+            order.reverse();
+        }
+        for (cold_index, cold) in order {
             for (backend_index, backend) in backends.iter().enumerate() {
                 context.progress(&format!(
                     "round {round}/{}: {backend}, {cold} cold connections",
