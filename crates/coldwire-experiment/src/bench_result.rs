@@ -75,6 +75,8 @@ pub struct BenchPhase {
     pub errors_total: u64,
     /// Window requests written.
     pub sent_requests: u64,
+    /// Schedule slots in the window (closed loop: requests sent).
+    pub offered_requests: u64,
     /// Latencies.
     pub latency: Latency,
     /// Cold connections held at the window's start and end.
@@ -205,7 +207,7 @@ mod tests {
             r#"{{"schema_version": 1, "tool": "coldwire-bench", "runs": [{{"name": "run",
               "cold": {{"requested": 5, "attempted": 5, "established": 5, "failed": 0, "closed_by_server": 0, "held": 5}},
               "phases": [{{"label": "max", "offered_rate": null, "achieved_rate": 1234.5, "missed_slots": 0,
-                "errors_total": 0, "sent_requests": 9, "cold_held": [5, 5],
+                "errors_total": 0, "sent_requests": 9, "offered_requests": 9, "cold_held": [5, 5],
                 "latency": {{"corrected": {percentiles}, "raw": {percentiles}}},
                 "server": null, "generator": null, "server_counters": null, "future_field": 1}}],
               "saturation": null}}]}}"#

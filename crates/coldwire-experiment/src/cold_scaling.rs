@@ -41,6 +41,18 @@ struct Parameters {
     duration: f64,
     /// Cold connections opened per second.
     cold_rate: f64,
+    /// Seconds a connect (cold or hot) or a request may take before it counts as failed
+    /// (a server scanning 15,000 descriptors per wait accepts slowly).
+    #[serde(default = "ten")]
+    timeout: f64,
+    /// Also measure the server's CPU at this fixed, open-loop rate (requests/s) at every
+    /// point, with the same cold connections: seed 002 Fig. 4 and seed 000 Fig. 1 measured
+    /// CPU at a fixed, low rate (100 requests/s). Off when absent.
+    #[serde(default)]
+    fixed_rate: Option<f64>,
+    /// Measured seconds of the fixed-rate run (default: `duration`).
+    #[serde(default)]
+    fixed_duration: Option<f64>,
     /// Repetitions of the whole grid (each point: the median).
     #[serde(default = "one")]
     rounds: u64,
@@ -53,6 +65,10 @@ fn one() -> u64 {
     1
 }
 
+fn ten() -> f64 {
+    10.0
+}
+
 /// One measured point (medians over rounds).
 #[derive(Clone, Copy, Debug)]
 struct PointResult {
@@ -62,6 +78,16 @@ struct PointResult {
     syscalls_per_request: f64,
     events_per_wait: f64,
     server_cores: f64,
+    /// Server CPU at the fixed rate, percent of one core (NaN when not measured).
+    fixed_cpu_percent: f64,
+}
+
+/// The load of one bench run: closed loop (`None`) or a fixed open-loop rate, for
+/// `duration` measured seconds.
+#[derive(Clone, Copy)]
+struct Load {
+    rate: Option<f64>,
+    duration: f64,
 }
 
 fn measure_once(
@@ -69,23 +95,27 @@ fn measure_once(
     parameters: &Parameters,
     setup: &ServerSetup<'_>,
     cold: u64,
+    load: Load,
     stem: &str,
 ) -> anyhow::Result<(BenchDocument, String)> {
     let file = DocumentRoot::file_name(parameters.file_bytes);
     let bench_args = |server: SocketAddr| {
         vec![
             format!("--url=http://{server}/{file}"),
-            "--rate=max".to_owned(),
+            load.rate
+                .map_or("--rate=max".to_owned(), |rate| format!("--rate={rate}")),
             format!("--connections={}", parameters.connections),
             format!("--cold={cold}"),
             format!("--cold-rate={}", parameters.cold_rate),
+            format!("--timeout={}", parameters.timeout),
             format!("--warmup={}", parameters.warmup),
-            format!("--duration={}", parameters.duration),
+            format!("--duration={}", load.duration),
         ]
     };
     let opening = cold as f64 / parameters.cold_rate;
-    let timeout =
-        Duration::from_secs_f64(60.0 + 2.0 * (opening + parameters.warmup + parameters.duration));
+    let timeout = Duration::from_secs_f64(
+        60.0 + 2.0 * (opening + parameters.timeout + parameters.warmup + load.duration),
+    );
     measure(context, setup, &bench_args, stem, timeout)
 }
 
@@ -108,7 +138,13 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     let mut samples: Vec<Vec<Vec<PointResult>>> =
         vec![vec![Vec::new(); parameters.cold.len()]; backends.len()];
     for round in 1..=parameters.rounds.max(1) {
-        for (cold_index, &cold) in parameters.cold.iter().enumerate() {
+        // Even rounds walk the cold counts backwards, so a drift in the machine's other
+        // load over time does not line up with the cold count.
+        let mut order: Vec<(usize, u64)> = parameters.cold.iter().copied().enumerate().collect();
+        if round.is_multiple_of(2) {
+            order.reverse();
+        }
+        for (cold_index, cold) in order {
             for (backend_index, backend) in backends.iter().enumerate() {
                 context.progress(&format!(
                     "round {round}/{}: {backend}, {cold} cold connections",
@@ -121,8 +157,18 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     extra: &[],
                     pinning,
                 };
-                let (document, raw) = match measure_once(context, &parameters, &setup, cold, &stem)
-                {
+                let saturating = Load {
+                    rate: None,
+                    duration: parameters.duration,
+                };
+                let (document, raw) = match measure_once(
+                    context,
+                    &parameters,
+                    &setup,
+                    cold,
+                    saturating,
+                    &stem,
+                ) {
                     Ok(result) => result,
                     Err(error) => {
                         let message = format!(
@@ -150,7 +196,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     ));
                 }
                 let counters = phase.server_counters.as_ref();
-                let point = PointResult {
+                let mut point = PointResult {
                     cold,
                     throughput: phase.achieved_rate,
                     cpu_us_per_request: phase
@@ -160,14 +206,36 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                         .map_or(f64::NAN, |counters| counters.syscalls_per_request),
                     events_per_wait: counters.map_or(f64::NAN, |counters| counters.events_per_wait),
                     server_cores: phase.server.map_or(f64::NAN, |server| server.cpu_cores),
+                    fixed_cpu_percent: f64::NAN,
                 };
+                if let Some(rate) = parameters.fixed_rate {
+                    let fixed = Load {
+                        rate: Some(rate),
+                        duration: parameters.fixed_duration.unwrap_or(parameters.duration),
+                    };
+                    let fixed_stem = format!("{backend}-{cold}-at{rate}-r{round}");
+                    match measure_once(context, &parameters, &setup, cold, fixed, &fixed_stem) {
+                        Ok((document, raw)) => {
+                            raw_files.push(raw);
+                            raw_files.push(format!("raw/{fixed_stem}.txt"));
+                            point.fixed_cpu_percent = document
+                                .phase()?
+                                .server
+                                .map_or(f64::NAN, |server| server.cpu_cores * 100.0);
+                        }
+                        Err(error) => warnings.push(format!(
+                            "{backend} with {cold} cold connections at {rate} requests/s (round {round}) failed: {error:#}"
+                        )),
+                    }
+                }
                 context.progress(&format!(
-                    "  {} requests/s, {} µs CPU/request, {} syscalls/request, {} events/wait, server {} cores",
+                    "  {} requests/s, {} µs CPU/request, {} syscalls/request, {} events/wait, server {} cores; {}% CPU at the fixed rate",
                     thousands(point.throughput),
                     short(point.cpu_us_per_request),
                     short(point.syscalls_per_request),
                     short(point.events_per_wait),
-                    short(point.server_cores)
+                    short(point.server_cores),
+                    short(point.fixed_cpu_percent)
                 ));
                 samples[backend_index][cold_index].push(point);
             }
@@ -190,6 +258,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                         syscalls_per_request: of(|point| point.syscalls_per_request),
                         events_per_wait: of(|point| point.events_per_wait),
                         server_cores: of(|point| point.server_cores),
+                        fixed_cpu_percent: of(|point| point.fixed_cpu_percent),
                     }
                 })
                 .collect()
@@ -228,7 +297,9 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             parameters.rounds.max(1)
         ),
     );
-    record.parameters = serde_json::to_value(&parameters)?;
+    let mut used = parameters.clone();
+    used.pinning = Some(pinning);
+    record.parameters = serde_json::to_value(&used)?;
     record.raw_files = raw_files;
     let per_backend = |field: fn(&PointResult) -> f64| {
         backends
@@ -255,8 +326,8 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         ),
         figure(
             "cpu-per-request",
-            "Server CPU per request vs cold connections",
-            Some("seed 002, Fig. 4"),
+            "Server CPU per request at saturation vs cold connections",
+            None,
             cold_axis(),
             axis("server CPU per request", "µs", Scale::Log),
             per_backend(|point| point.cpu_us_per_request),
@@ -281,6 +352,38 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             "Seed 000: as each select() gets costlier, calls thin out and each returns more events, amortising its cost.",
         ),
     ];
+    if let Some(rate) = parameters.fixed_rate {
+        record.description.push_str(&format!(
+            " At every point a second run, with the same cold connections, offered a constant {} requests/s \
+             (open loop) for {} s: the server's CPU at a fixed load.",
+            thousands(rate),
+            parameters.fixed_duration.unwrap_or(parameters.duration)
+        ));
+        record.figures.push(figure(
+            "cpu-at-fixed-rate",
+            &format!("Server CPU at {} requests/s vs cold connections", thousands(rate)),
+            Some("seed 002, Fig. 4"),
+            cold_axis(),
+            axis("server CPU", "% of one core", Scale::Linear),
+            per_backend(|point| point.fixed_cpu_percent),
+            "The same offered load for every point: what grows is the cost of the idle connections.",
+        ));
+        for (backend, points) in backends.iter().zip(&results) {
+            if let (Some(first), Some(last)) = (points.first(), points.last())
+                && last.cold > first.cold
+                && first.fixed_cpu_percent.is_finite()
+            {
+                record.findings.push(format!(
+                    "{backend} at {} requests/s: server CPU {}% of a core with {} cold connections, {}% with {}.",
+                    thousands(rate),
+                    short(first.fixed_cpu_percent),
+                    thousands(first.cold as f64),
+                    short(last.fixed_cpu_percent),
+                    thousands(last.cold as f64)
+                ));
+            }
+        }
+    }
     summarise(&mut record, &backends, &results, &mut warnings);
     record.warnings = warnings;
     Ok(record)
@@ -425,5 +528,68 @@ fn summarise(
             thousands(cold as f64),
             format_percent(Some(change))
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(cold: u64, throughput: f64) -> PointResult {
+        PointResult {
+            cold,
+            throughput,
+            cpu_us_per_request: 1e6 / throughput,
+            syscalls_per_request: 2.0,
+            events_per_wait: 10.0,
+            server_cores: 1.0,
+            fixed_cpu_percent: f64::NAN,
+        }
+    }
+
+    #[test]
+    fn changes_are_computed_from_the_points_for_the_seed_range_and_the_whole_range() {
+        let select = vec![point(0, 1000.0), point(2000, 500.0), point(15000, 100.0)];
+        assert_eq!(
+            change_to(&select, SEED_COLD, |p| p.throughput),
+            Some((2000, -50.0))
+        );
+        assert_eq!(
+            change_to(&select, u64::MAX, |p| p.throughput),
+            Some((15000, -90.0))
+        );
+        assert_eq!(change_to(&select[..1], u64::MAX, |p| p.throughput), None);
+
+        let epoll = vec![point(0, 1000.0), point(1000, 990.0), point(15000, 950.0)];
+        let context = RunContext {
+            name: "cold-scaling".into(),
+            coldwire: "coldwire".into(),
+            dir: ".".into(),
+            scenario: serde_json::Value::Null,
+            quick: false,
+            machine: Default::default(),
+            command: Vec::new(),
+        };
+        let mut record = context.record("t", &[], String::new());
+        let mut warnings = Vec::new();
+        summarise(
+            &mut record,
+            &["select".into(), "epoll".into()],
+            &[select, epoll],
+            &mut warnings,
+        );
+        let comparison = record.seed_comparison.join(" ");
+        assert!(comparison.contains("select −50% (0→2,000)"), "{comparison}");
+        assert!(
+            comparison.contains("epoll −1% (0→1,000)"),
+            "largest count up to 2,000: {comparison}"
+        );
+        assert!(comparison.contains("is select (−90%)"), "{comparison}");
+        assert_eq!(record.findings.len(), 2);
+        assert_eq!(record.tables[0].rows[0][4], "−90%");
+        assert!(
+            warnings.is_empty(),
+            "the server used its whole core: {warnings:?}"
+        );
     }
 }

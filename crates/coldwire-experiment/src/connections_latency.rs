@@ -154,7 +154,9 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             parameters.duration
         ),
     );
-    record.parameters = serde_json::to_value(&parameters)?;
+    let mut used = parameters.clone();
+    used.pinning = Some(pinning);
+    record.parameters = serde_json::to_value(&used)?;
     record.raw_files = raw_files;
     let lines = |points: &[Vec<Point>], pick: fn(&Point) -> f64| {
         backends
@@ -215,18 +217,28 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             .copied()
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let (Some(peak), Some(last)) = (peak, by_connections[index].last()) {
-            record.findings.push(format!(
-                "{backend}: throughput peaks at {} requests/s with {} connections and is {} requests/s with {} \
-                 ({} from the peak); CPU per request {} µs at the peak, {} µs at {} connections.",
-                thousands(peak.1),
-                thousands(peak.0),
-                thousands(last.1),
-                thousands(last.0),
-                format_percent(percent_change(peak.1, last.1)),
-                short(peak.2),
-                short(last.2),
-                thousands(last.0)
-            ));
+            if peak.0 == last.0 {
+                record.findings.push(format!(
+                    "{backend}: throughput still rises at the largest count measured, {} requests/s with {} \
+                     connections (CPU per request {} µs).",
+                    thousands(last.1),
+                    thousands(last.0),
+                    short(last.2)
+                ));
+            } else {
+                record.findings.push(format!(
+                    "{backend}: throughput peaks at {} requests/s with {} connections and is {} requests/s \
+                     with {} ({} from the peak); CPU per request {} µs at the peak, {} µs at {} connections.",
+                    thousands(peak.1),
+                    thousands(peak.0),
+                    thousands(last.1),
+                    thousands(last.0),
+                    format_percent(percent_change(peak.1, last.1)),
+                    short(peak.2),
+                    short(last.2),
+                    thousands(last.0)
+                ));
+            }
             rows.push(vec![
                 backend.clone(),
                 format!("{} at {}", thousands(peak.1), thousands(peak.0)),

@@ -43,8 +43,16 @@ struct Parameters {
     p99_limit_ms: f64,
     warmup: f64,
     duration: f64,
+    /// The generator polls before each slot (precise timing, a busy core); `false` passes
+    /// `--no-poll` (kinder to a machine shared with other work; slots up to 1 ms late).
+    #[serde(default = "yes")]
+    generator_poll: bool,
     #[serde(default)]
     pinning: Option<Pinning>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One curve's points: (offered, achieved, p50 corrected µs, p99 corrected µs).
@@ -97,6 +105,9 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                         format!("--warmup={}", parameters.warmup),
                         format!("--duration={}", parameters.duration),
                     ]
+                    .into_iter()
+                    .chain((!parameters.generator_poll).then(|| "--no-poll".to_owned()))
+                    .collect()
                 };
                 let stem = format!("{backend}-{file}-cold{cold}");
                 let steps = parameters.max_steps as f64;
@@ -148,7 +159,23 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     ));
                 }
                 let missed: u64 = run.phases.iter().map(|phase| phase.missed_slots).sum();
-                if missed > 0 {
+                let last_step = run.phases.last();
+                let generator_bound = last_step.is_some_and(|step| {
+                    // Achieved counts only the slots sent: when the generator skipped more
+                    // than 5 % of them, the "saturation" is its own, not the server's.
+                    step.missed_slots as f64 > 0.05 * step.offered_requests.max(1) as f64
+                });
+                if generator_bound && let Some(step) = last_step {
+                    warnings.push(format!(
+                        "{stem}: the curve ends at {} requests/s because the generator missed {} of {} slots there \
+                         (it waited {:.1} s for a CPU): the generator, not the server, saturated; rerun on a quiet \
+                         machine or with generator_poll = false",
+                        thousands(step.offered_rate.unwrap_or(f64::NAN)),
+                        step.missed_slots,
+                        step.offered_requests,
+                        step.generator.map_or(f64::NAN, |generator| generator.runqueue_wait_seconds)
+                    ));
+                } else if missed > 0 {
                     warnings.push(format!(
                         "{stem}: the generator missed {missed} slots (it was descheduled or overloaded)"
                     ));
@@ -193,7 +220,9 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             parameters.connections
         ),
     );
-    record.parameters = serde_json::to_value(&parameters)?;
+    let mut used = parameters.clone();
+    used.pinning = Some(pinning);
+    record.parameters = serde_json::to_value(&used)?;
     record.raw_files = raw_files;
     for &file in &parameters.file_bytes {
         let reproduces = if file == 1259 {

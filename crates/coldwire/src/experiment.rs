@@ -20,11 +20,11 @@ pub struct ExperimentArgs {
     /// Machine label for the results directory (default: the short host name).
     #[arg(long, value_name = "LABEL")]
     pub machine: Option<String>,
-    /// Results directory (default: results/<YYYY-MM-DD>-<label>); one subdirectory per
+    /// Results directory (default: results/YYYY-MM-DD-LABEL); one subdirectory per
     /// experiment.
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
-    /// Directory of the scenario files (<name>.toml).
+    /// Directory of the scenario files (NAME.toml).
     #[arg(long, value_name = "DIR", default_value = coldwire_experiment::DEFAULT_SCENARIOS)]
     pub scenarios: PathBuf,
     /// The coldwire executable servers and generators are started from (default: this one).
