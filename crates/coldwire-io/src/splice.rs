@@ -29,6 +29,10 @@ use crate::poller::Poller;
 /// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
 pub(super) const UNTIL_END: u64 = u64::MAX;
 
+/// What `splice_backlog` starts from for an unbounded transfer (far above any real body,
+/// far below overflow when added to queued bytes).
+const UNBOUNDED_BACKLOG: u64 = 1 << 62;
+
 /// Most bytes reserved up front for a copy.
 const COPY_RESERVE_MAX: u64 = 64 << 20;
 
@@ -40,6 +44,8 @@ struct Transfer {
     pipe: Pipe,
     copy: Option<(Pipe, Vec<u8>)>,
     source_ended: bool,
+    /// Bytes written to the destination so far.
+    sent: u64,
 }
 
 /// The running transfers of one driver and its pipe pool.
@@ -126,6 +132,7 @@ impl<P: Poller> ReadinessDriver<P> {
                 pipe,
                 copy,
                 source_ended: false,
+                sent: 0,
             },
         );
         self.splices.sources.insert(source.slot, destination.slot);
@@ -167,14 +174,20 @@ impl<P: Poller> ReadinessDriver<P> {
 
     /// Bytes a running transfer still has to deliver to `destination` (in its pipe and
     /// not yet read from the source), so that `queued_bytes` / `unsent_bytes` show a
-    /// spliced response's progress like a queued one's. Saturates for unbounded transfers.
+    /// spliced response's progress like a queued one's. An unbounded transfer reports a
+    /// large figure that falls by every byte written (`UNBOUNDED_BACKLOG − sent`), so a
+    /// stalled-write check still sees its progress.
     pub(super) fn splice_backlog(&self, destination: ConnectionId) -> u64 {
         self.splices
             .transfers
             .get(&destination.slot)
             .filter(|transfer| transfer.destination == destination)
             .map_or(0, |transfer| {
-                transfer.remaining.saturating_add(transfer.in_pipe as u64)
+                if transfer.remaining == UNTIL_END {
+                    UNBOUNDED_BACKLOG.saturating_sub(transfer.sent)
+                } else {
+                    transfer.remaining.saturating_add(transfer.in_pipe as u64)
+                }
             })
     }
 
@@ -326,6 +339,7 @@ impl<P: Poller> ReadinessDriver<P> {
                     Ok(moved) => {
                         progressed |= moved > 0;
                         self.counters.bytes_sent += moved as u64;
+                        transfer.sent += moved as u64;
                         transfer.in_pipe -= moved;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
