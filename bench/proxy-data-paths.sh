@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/proxy-data-paths.sh: CPU per request of `coldwire proxy` on cache misses of 4, 16,
-# 64 and 256 KiB objects, for each data path at the same fixed request rate:
+# 64 and 256 KiB and 1 MiB objects, for each data path at the same fixed request rate:
 #   copy        --data-path copy, cache off (recv + send through user space)
 #   copy+store  --data-path copy, every response collected for the store (a copy more)
 #   splice      --data-path splice --splice-threshold 1, cache off (socket → pipe → socket)
@@ -14,10 +14,13 @@
 # read by `coldwire bench --server-pid` from /proc (all threads, nanosecond schedstat).
 # Variants alternate within each round, so per-round ratios compare runs made side by side.
 #
+# Each run also records the proxy's own counters (`--admin`): system calls per request by
+# kind, waits per request.
+#
 # Usage: RATE=1000 DURATION=10 ROUNDS=3 bench/proxy-data-paths.sh
 # Environment: RATE (requests/s, 1000), DURATION (s, 10), WARMUP (s, 2), ROUNDS (3),
 #   CONNECTIONS (50), COLDWIRE (target/release/coldwire), MACHINE, PROXY_CPU (0),
-#   CLIENT_CPU (1).
+#   CLIENT_CPU (1), SIZES (space-separated, "4k 16k 64k 256k 1024k"), OUT (output directory).
 # Output: results/<date>-<machine>/proxy-data-paths/{results.csv,summary.md,raw/}
 set -euo pipefail
 
@@ -35,10 +38,11 @@ COLDWIRE=${COLDWIRE:-$REPO/target/release/coldwire}
 OUT=${OUT:-$REPO/results/$(date +%F)-$MACHINE/proxy-data-paths}
 RAW="$OUT/raw"
 WORK=$(mktemp -d /tmp/proxy-data-paths.XXXXXX)
-SIZES=(4k 16k 64k 256k)
+read -r -a SIZES <<<"${SIZES:-4k 16k 64k 256k 1024k}"
 VARIANTS=(copy copy+store splice splice+tee)
 ORIGIN_PORT=18190
 PROXY_PORT=18191
+ADMIN_PORT=18192
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -60,7 +64,7 @@ done
 touch -d '2020-01-01 00:00:00' "$ROOT"/*
 # Files above 64 KiB go out with sendfile; keep every object in memory for a steady origin.
 taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
-    --workers 1 --memory-file-limit 1048576 >/dev/null 2>&1 &
+    --workers 1 --memory-file-limit 2097152 >/dev/null 2>&1 &
 ORIGIN_PID=$!
 PROXY_PID=
 cleanup() {
@@ -75,20 +79,20 @@ sleep 0.5
 variant_flags() {
     case $1 in
         copy) echo "--data-path copy --cache-bytes 0" ;;
-        copy+store) echo "--data-path copy --cache-bytes 1 --max-object-bytes 1048576" ;;
+        copy+store) echo "--data-path copy --cache-bytes 1 --max-object-bytes 2097152" ;;
         splice) echo "--data-path splice --splice-threshold 1 --cache-bytes 0" ;;
-        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes 1 --max-object-bytes 1048576" ;;
+        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes 1 --max-object-bytes 2097152" ;;
     esac
 }
 
-echo "round,size,variant,rate,cpu_us_per_request,completed,errors,p99_us" >"$OUT/results.csv"
+echo "round,size,variant,rate,cpu_us_per_request,completed,errors,p99_us,syscalls_per_request,waits_per_request" >"$OUT/results.csv"
 for round in $(seq 1 "$ROUNDS"); do
     for size in "${SIZES[@]}"; do
         for variant in "${VARIANTS[@]}"; do
             # shellcheck disable=SC2046
             taskset -c "$PROXY_CPU" "$COLDWIRE" proxy --listen "127.0.0.1:$PROXY_PORT" \
                 --reverse "http://127.0.0.1:$ORIGIN_PORT" --workers 1 $(variant_flags "$variant") \
-                >/dev/null 2>&1 &
+                --admin "127.0.0.1:$ADMIN_PORT" >/dev/null 2>&1 &
             PROXY_PID=$!
             for _ in $(seq 1 50); do
                 curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/$size" && break
@@ -98,6 +102,7 @@ for round in $(seq 1 "$ROUNDS"); do
             taskset -c "$CLIENT_CPU" "$COLDWIRE" bench --url "http://127.0.0.1:$PROXY_PORT/$size" \
                 --rate "$RATE" --duration "$DURATION" --warmup "$WARMUP" \
                 --connections "$CONNECTIONS" --server-pid "$PROXY_PID" --json "$json" --quiet \
+                --server-stats "http://127.0.0.1:$ADMIN_PORT/stats" \
                 >"$RAW/bench-$round-$size-$variant.txt" 2>&1 || true
             python3 - "$json" "$round" "$size" "$variant" "$RATE" >>"$OUT/results.csv" <<'PY'
 import json, sys
@@ -105,13 +110,17 @@ path, round_, size, variant, rate = sys.argv[1:]
 try:
     phase = json.load(open(path))["runs"][0]["phases"][-1]
 except (OSError, ValueError, KeyError, IndexError):
-    print(f"{round_},{size},{variant},{rate},,0,,")
+    print(f"{round_},{size},{variant},{rate},,0,,,,")
     sys.exit()
 server = phase.get("server") or {}
 cpu = server.get("cpu_us_per_request")
 p99 = ((phase.get("latency") or {}).get("corrected") or {}).get("p99_us")
-print(f"{round_},{size},{variant},{rate},{'' if cpu is None else round(cpu, 2)},"
-      f"{phase.get('completed_in_window', 0)},{phase.get('errors_total', 0)},{'' if p99 is None else round(p99)}")
+counters = phase.get("server_counters") or {}
+def figure(value, digits):
+    return "" if value is None else round(value, digits)
+print(f"{round_},{size},{variant},{rate},{figure(cpu, 2)},"
+      f"{phase.get('completed_in_window', 0)},{phase.get('errors_total', 0)},{figure(p99, 0)},"
+      f"{figure(counters.get('syscalls_per_request'), 2)},{figure(counters.get('waits_per_request'), 2)}")
 PY
             log "round $round $size $variant: $(tail -1 "$OUT/results.csv")"
             kill "$PROXY_PID" 2>/dev/null || true
@@ -124,7 +133,7 @@ done
 python3 - "$OUT/results.csv" >"$OUT/summary.md" <<'PY'
 import csv, statistics, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["cpu_us_per_request"]]
-sizes = ["4k", "16k", "64k", "256k"]
+sizes = list(dict.fromkeys(r["size"] for r in rows))
 variants = ["copy", "copy+store", "splice", "splice+tee"]
 cpu = {}
 for r in rows:
@@ -141,6 +150,17 @@ def ratio(size, a, b):
 for s in sizes:
     cells = [f"{statistics.median(cpu[(s, v)].values()):.1f}" if (s, v) in cpu else "-" for v in variants]
     print(f"| {s} | " + " | ".join(cells) + f" | {ratio(s, 'splice', 'copy')} | {ratio(s, 'splice+tee', 'copy')} | {ratio(s, 'splice+tee', 'copy+store')} |")
+calls = {}
+for r in rows:
+    if r.get("syscalls_per_request"):
+        calls.setdefault((r["size"], r["variant"]), []).append(float(r["syscalls_per_request"]))
+if calls:
+    print("\nProxy system calls per request (median over rounds; waits included):\n")
+    print("| object | " + " | ".join(variants) + " |")
+    print("|---" * (1 + len(variants)) + "|")
+    for s in sizes:
+        cells = [f"{statistics.median(calls[(s, v)]):.1f}" if (s, v) in calls else "-" for v in variants]
+        print(f"| {s} | " + " | ".join(cells) + " |")
 errors = sum(int(r["errors"] or 0) for r in csv.DictReader(open(sys.argv[1])))
 print(f"\nFailed requests over all runs: {errors}.")
 PY

@@ -111,6 +111,30 @@ impl ChunkedDecoder {
         self.body_len
     }
 
+    /// Bytes of the current chunk's data still to come (0 outside chunk data). A proxy may
+    /// move them without looking at them (`splice(2)`) and report them with
+    /// [`ChunkedDecoder::skip_data`].
+    pub fn pending_data(&self) -> u64 {
+        if self.state == State::Data {
+            self.remaining
+        } else {
+            0
+        }
+    }
+
+    /// Accounts for `count` bytes of the current chunk's data that went past without being
+    /// fed (at most [`ChunkedDecoder::pending_data`]; returns how many were taken). The
+    /// framing after them (CRLF, next size line) is decoded as usual.
+    pub fn skip_data(&mut self, count: u64) -> u64 {
+        let taken = count.min(self.pending_data());
+        self.remaining -= taken;
+        self.body_len = self.body_len.saturating_add(taken);
+        if taken > 0 && self.remaining == 0 {
+            self.state = State::DataCr;
+        }
+        taken
+    }
+
     /// Consumes as much of `input` as possible, calling `on_data` with each run of body bytes
     /// (sub-slices of `input`, never empty).
     ///

@@ -206,3 +206,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn skipped_chunk_data_resumes_at_the_framing() {
+    // A proxy splices chunk data past the decoder and feeds it only the framing.
+    let mut decoder = ChunkedDecoder::new();
+    let mut body = Vec::new();
+    let first = decoder
+        .decode(b"a\r\n01", |data| body.extend_from_slice(data))
+        .unwrap();
+    assert_eq!((first.consumed, first.done), (5, false));
+    assert_eq!(decoder.pending_data(), 8);
+    assert_eq!(decoder.skip_data(100), 8, "never skips past the chunk");
+    assert_eq!(decoder.pending_data(), 0);
+    let rest = decoder
+        .decode(b"\r\n3\r\nxyz\r\n0\r\n\r\n", |data| {
+            body.extend_from_slice(data)
+        })
+        .unwrap();
+    assert!(rest.done);
+    assert_eq!(body, b"01xyz");
+    assert_eq!(decoder.body_len(), 13);
+}
+
+#[test]
+fn nothing_to_skip_outside_chunk_data() {
+    let mut decoder = ChunkedDecoder::new();
+    decoder.decode(b"5\r", |_| {}).unwrap();
+    assert_eq!(decoder.pending_data(), 0);
+    assert_eq!(decoder.skip_data(3), 0);
+    let progress = decoder.decode(b"\nhello\r\n0\r\n\r\n", |_| {}).unwrap();
+    assert!(progress.done);
+}

@@ -231,6 +231,25 @@ pub trait Driver {
         self.recv(connection);
     }
 
+    /// Like [`Driver::recv`], but the receive takes at most `max_bytes` (one-shot). For a
+    /// message head whose body may then be spliced: the head and a few body bytes pass
+    /// through user space, the rest stays in the kernel for [`Driver::splice`] (seed 002's
+    /// proxy reads the first two segments of a reply the same way). The default is `recv`
+    /// (a driver that ignores the bound only copies more).
+    fn recv_at_most(&mut self, connection: ConnectionId, max_bytes: usize) {
+        let _ = max_bytes;
+        self.recv(connection);
+    }
+
+    /// Like [`Driver::flush`], but tells the kernel more output follows at once
+    /// (`MSG_MORE`), so a short tail such as a response head may be held back and leave in
+    /// one segment with what follows. Call it only when a send or [`Driver::splice`] on the
+    /// same connection follows right away (the next write without the hint pushes
+    /// everything). The default is `flush`.
+    fn flush_more(&mut self, connection: ConnectionId) -> Flush {
+        self.flush(connection)
+    }
+
     /// Whether [`Driver::splice`] works here (`splice(2)` between sockets).
     fn supports_splice(&self) -> bool {
         false

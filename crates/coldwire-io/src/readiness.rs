@@ -67,6 +67,8 @@ struct Connection {
     output: VecDeque<Chunk>,
     /// Bytes of the front chunk already written.
     front_progress: u64,
+    /// Most bytes the next receive takes (0: the whole buffer); see `recv_eager_at_most`.
+    recv_limit: u32,
 }
 
 struct ListenerState {
@@ -96,6 +98,8 @@ pub struct ReadinessDriver<P: Poller> {
     waker: Waker,
     now: Instant,
     splices: splice::Splices,
+    /// Set during `flush_more`: the last `sendmsg` of the flush carries `MSG_MORE`.
+    more_follows: bool,
 }
 
 /// The connection `id` names, if it is still the slot's current occupant.
@@ -147,6 +151,7 @@ impl<P: Poller> ReadinessDriver<P> {
             waker,
             now,
             splices: splice::Splices::new(SPLICE_PIPE_BYTES, 64),
+            more_follows: false,
         })
     }
 
@@ -185,8 +190,18 @@ impl<P: Poller> ReadinessDriver<P> {
             return;
         };
         let mut buffer = self.buffers.take();
+        let spare = buffer.spare_mut();
+        let limit = match connection.recv_limit as usize {
+            0 => spare.len(),
+            limit => limit.min(spare.len()),
+        };
         self.counters.recv_calls += 1;
-        match sys::recv(connection.fd, buffer.spare_mut()) {
+        let result = sys::recv(connection.fd, &mut spare[..limit]);
+        if !matches!(&result, Err(error) if error.kind() == io::ErrorKind::WouldBlock) {
+            // One-shot: the bound applies to the receive that gets an answer.
+            connection.recv_limit = 0;
+        }
+        match result {
             Ok(0) => {
                 self.buffers.give_back(buffer);
                 connection.flags &= !RECV_ARMED;
@@ -194,7 +209,9 @@ impl<P: Poller> ReadinessDriver<P> {
                     .push_back(Completion::PeerClosed { connection: id });
             }
             Ok(received) => {
-                if received < buffer.spare_mut().len() {
+                // Less than asked for: the stream was drained (a bounded receive that got
+                // all it asked for may have left bytes behind).
+                if received < limit {
                     connection.flags &= !MAY_READ;
                 }
                 connection.flags &= !RECV_ARMED;
@@ -276,7 +293,7 @@ impl<P: Poller> ReadinessDriver<P> {
                     skip = 0;
                     gathered += 1;
                 }
-                let more = connection.output.len() > gathered;
+                let more = connection.output.len() > gathered || self.more_follows;
                 self.counters.send_calls += 1;
                 match sys::send_vectored(fd, &slices[..gathered], more) {
                     Ok(sent) => (sent as u64, requested),
@@ -492,6 +509,7 @@ impl<P: Poller> ReadinessDriver<P> {
             timer: None,
             output: VecDeque::new(),
             front_progress: 0,
+            recv_limit: 0,
         });
         if slot >= self.generations.len() {
             self.generations.resize(slot + 1, 0);
@@ -636,6 +654,22 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         self.recv(id);
     }
 
+    fn recv_at_most(&mut self, id: ConnectionId, max_bytes: usize) {
+        if let Some(connection) = self.connection_mut(id)
+            && connection.flags & RECV_ARMED == 0
+        {
+            connection.recv_limit = u32::try_from(max_bytes.max(1)).unwrap_or(u32::MAX);
+        }
+        self.recv(id);
+    }
+
+    fn flush_more(&mut self, id: ConnectionId) -> Flush {
+        self.more_follows = true;
+        let flushed = self.flush(id);
+        self.more_follows = false;
+        flushed
+    }
+
     fn supports_splice(&self) -> bool {
         true
     }
@@ -722,7 +756,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
             .filter(|connection| connection.generation == id.generation)
             .and_then(|connection| sys::unacknowledged_bytes(connection.fd).ok())
             .unwrap_or(0);
-        self.queued_bytes(id) + kernel
+        self.queued_bytes(id).saturating_add(kernel)
     }
 
     fn shutdown_write(&mut self, id: ConnectionId) {

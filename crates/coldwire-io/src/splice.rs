@@ -3,8 +3,8 @@
 //! A child module of `readiness`, so it drives the same connections, hints and poller.
 //!
 //! A transfer moves `length` bytes (or everything until the source's end of stream) from
-//! one connection's socket to another's: splice source → pipe, [tee pipe → copy pipe, read
-//! the copy], splice pipe → destination. It behaves like output queued on the destination:
+//! one connection's socket to another's: splice source → pipe, splice pipe → destination;
+//! with a copy, splice source → copy pipe, tee copy pipe → pipe, read the copy pipe. It behaves like output queued on the destination:
 //! it completes with `Sent { destination }`, or `Failed { destination }` (an early end of
 //! the source is `UnexpectedEof`).
 //!
@@ -13,8 +13,11 @@
 //!   destination (the `Driver::splice` contract), so the readiness hints of both sockets
 //!   belong to it; `SPLICE_READ` / `SPLICE_WRITE` tell level-triggered pollers what it
 //!   waits for;
-//! - with a copy, the source is read only when the pipe is empty: `tee` duplicates from the
-//!   start of the pipe, so this makes every copied byte a new one;
+//! - with a copy, the source is spliced into the copy pipe, and only when it is empty;
+//!   `tee` duplicates from the start of a pipe, so the copy pipe's bytes are appended to the
+//!   main pipe with `tee` and exactly the bytes it took are read out for the copy. The main
+//!   pipe may still hold bytes waiting for the destination meanwhile (the old order —
+//!   source into the main pipe, then `tee` out of it — had to wait for it to drain first);
 //! - a pipe goes back to the pool only when empty (it would leak bytes into the next
 //!   transfer); closing either connection ends its transfers.
 
@@ -29,6 +32,10 @@ use crate::poller::Poller;
 /// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
 pub(super) const UNTIL_END: u64 = u64::MAX;
 
+/// What `splice_backlog` starts from for an unbounded transfer (far above any real body,
+/// far below overflow when added to queued bytes).
+const UNBOUNDED_BACKLOG: u64 = 1 << 62;
+
 /// Most bytes reserved up front for a copy.
 const COPY_RESERVE_MAX: u64 = 64 << 20;
 
@@ -39,9 +46,11 @@ struct Transfer {
     in_pipe: usize,
     pipe: Pipe,
     copy: Option<(Pipe, Vec<u8>)>,
+    /// Bytes in the copy pipe not yet duplicated into `pipe` (see `pump_once`).
+    copy_pending: usize,
     source_ended: bool,
-    /// Bytes delivered to the destination so far (activity, for idle timeouts).
-    delivered: u64,
+    /// Bytes written to the destination so far (also the activity idle timeouts look at).
+    sent: u64,
 }
 
 /// The running transfers of one driver and its pipe pool.
@@ -127,8 +136,9 @@ impl<P: Poller> ReadinessDriver<P> {
                 in_pipe: 0,
                 pipe,
                 copy,
+                copy_pending: 0,
                 source_ended: false,
-                delivered: 0,
+                sent: 0,
             },
         );
         self.splices.sources.insert(source.slot, destination.slot);
@@ -170,14 +180,22 @@ impl<P: Poller> ReadinessDriver<P> {
 
     /// Bytes a running transfer still has to deliver to `destination` (in its pipe and
     /// not yet read from the source), so that `queued_bytes` / `unsent_bytes` show a
-    /// spliced response's progress like a queued one's. Saturates for unbounded transfers.
+    /// spliced response's progress like a queued one's. An unbounded transfer reports a
+    /// large figure that falls by every byte written (`UNBOUNDED_BACKLOG − sent`), so a
+    /// stalled-write check still sees its progress.
     pub(super) fn splice_backlog(&self, destination: ConnectionId) -> u64 {
         self.splices
             .transfers
             .get(&destination.slot)
             .filter(|transfer| transfer.destination == destination)
             .map_or(0, |transfer| {
-                transfer.remaining.saturating_add(transfer.in_pipe as u64)
+                if transfer.remaining == UNTIL_END {
+                    UNBOUNDED_BACKLOG.saturating_sub(transfer.sent)
+                } else {
+                    transfer
+                        .remaining
+                        .saturating_add((transfer.in_pipe + transfer.copy_pending) as u64)
+                }
             })
     }
 
@@ -187,7 +205,7 @@ impl<P: Poller> ReadinessDriver<P> {
             .transfers
             .get(&destination.slot)
             .filter(|transfer| transfer.destination == destination)
-            .map_or(0, |transfer| transfer.delivered)
+            .map_or(0, |transfer| transfer.sent)
     }
 
     /// The copy kept by a finished transfer to `destination`.
@@ -212,7 +230,9 @@ impl<P: Poller> ReadinessDriver<P> {
         let empty = transfer.in_pipe == 0;
         self.splices.pipes.give_back(transfer.pipe, empty);
         if let Some((copy_pipe, _)) = transfer.copy {
-            self.splices.pipes.give_back(copy_pipe, true);
+            self.splices
+                .pipes
+                .give_back(copy_pipe, transfer.copy_pending == 0);
         }
     }
 
@@ -253,7 +273,7 @@ impl<P: Poller> ReadinessDriver<P> {
                 let wants_read = !transfer.source_ended
                     && transfer.remaining > 0
                     && transfer.in_pipe < transfer.pipe.capacity
-                    && (transfer.copy.is_none() || transfer.in_pipe == 0);
+                    && transfer.copy_pending == 0;
                 let wants_write = transfer.in_pipe > 0;
                 if let Some(connection) = current(&mut self.connections, source) {
                     connection.flags = (connection.flags & !SPLICE_READ)
@@ -291,17 +311,53 @@ impl<P: Poller> ReadinessDriver<P> {
         let (destination_fd, mut destination_flags) = destination;
         let result = loop {
             let mut progressed = false;
-            let room = transfer.pipe.capacity - transfer.in_pipe;
-            let may_fill = transfer.copy.is_none() || transfer.in_pipe == 0;
+            // With a copy, source bytes land in the copy pipe first; `tee` appends them to
+            // the main pipe and exactly the bytes it took are read out, so the copy pipe's
+            // start is always the first byte not yet duplicated.
+            if transfer.copy_pending > 0
+                && let Some((copy_pipe, bytes)) = transfer.copy.as_mut()
+            {
+                let room = transfer.pipe.capacity.saturating_sub(transfer.in_pipe);
+                if room > 0 {
+                    match tee(
+                        copy_pipe.read,
+                        transfer.pipe.write,
+                        transfer.copy_pending.min(room),
+                    ) {
+                        Ok(0) => {}
+                        Ok(teed) => {
+                            if let Err(error) = read_exactly(copy_pipe, bytes, teed) {
+                                break Err(error);
+                            }
+                            progressed = true;
+                            transfer.copy_pending -= teed;
+                            transfer.in_pipe += teed;
+                        }
+                        // The main pipe is out of slots: it drains to the destination first.
+                        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(error) => break Err(error),
+                    }
+                }
+            }
+            let (target, room) = match transfer.copy.as_ref() {
+                Some((copy_pipe, _)) if transfer.copy_pending == 0 => (
+                    copy_pipe.write,
+                    transfer.pipe.capacity.saturating_sub(transfer.in_pipe),
+                ),
+                Some(_) => (transfer.pipe.write, 0),
+                None => (
+                    transfer.pipe.write,
+                    transfer.pipe.capacity.saturating_sub(transfer.in_pipe),
+                ),
+            };
             if !transfer.source_ended
                 && transfer.remaining > 0
                 && room > 0
-                && may_fill
                 && source_flags & MAY_READ != 0
             {
                 let want = usize::try_from(transfer.remaining).map_or(room, |left| left.min(room));
                 self.counters.recv_calls += 1;
-                match splice(source_fd, transfer.pipe.write, want, false) {
+                match splice(source_fd, target, want, false) {
                     Ok(0) => {
                         transfer.source_ended = true;
                         if transfer.remaining != UNTIL_END {
@@ -317,11 +373,10 @@ impl<P: Poller> ReadinessDriver<P> {
                         if transfer.remaining != UNTIL_END {
                             transfer.remaining -= moved as u64;
                         }
-                        transfer.in_pipe += moved;
-                        if let Some((copy_pipe, bytes)) = transfer.copy.as_mut()
-                            && let Err(error) = keep_copy(&transfer.pipe, copy_pipe, bytes, moved)
-                        {
-                            break Err(error);
+                        if transfer.copy.is_some() {
+                            transfer.copy_pending += moved;
+                        } else {
+                            transfer.in_pipe += moved;
                         }
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
@@ -338,8 +393,8 @@ impl<P: Poller> ReadinessDriver<P> {
                     Ok(moved) => {
                         progressed |= moved > 0;
                         self.counters.bytes_sent += moved as u64;
+                        transfer.sent += moved as u64;
                         transfer.in_pipe -= moved;
-                        transfer.delivered += moved as u64;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                         self.counters.would_block += 1;
@@ -348,7 +403,10 @@ impl<P: Poller> ReadinessDriver<P> {
                     Err(error) => break Err(error),
                 }
             }
-            if (transfer.remaining == 0 || transfer.source_ended) && transfer.in_pipe == 0 {
+            if (transfer.remaining == 0 || transfer.source_ended)
+                && transfer.in_pipe == 0
+                && transfer.copy_pending == 0
+            {
                 break Ok(true);
             }
             if !progressed {
@@ -370,25 +428,19 @@ impl<P: Poller> ReadinessDriver<P> {
     }
 }
 
-/// Duplicates the `moved` bytes just spliced into `pipe` (which held nothing else) and
-/// reads the duplicate into `bytes`. `tee` always copies from the start of the pipe, so
-/// it must take everything in one call: the copy pipe is empty and as large as `pipe`.
-fn keep_copy(pipe: &Pipe, copy_pipe: &Pipe, bytes: &mut Vec<u8>, moved: usize) -> io::Result<()> {
-    let teed = tee(pipe.read, copy_pipe.write, moved)?;
-    if teed != moved {
-        return Err(io::Error::other("tee copied less than was spliced"));
-    }
-    bytes.reserve(moved);
-    let mut left = moved;
+/// Reads exactly `count` bytes (just duplicated by `tee`) from the copy pipe into `bytes`.
+fn read_exactly(copy_pipe: &Pipe, bytes: &mut Vec<u8>, count: usize) -> io::Result<()> {
+    bytes.reserve(count);
+    let mut left = count;
     while left > 0 {
         let spare = bytes.spare_capacity_mut();
-        let count = read_into(copy_pipe.read, &mut spare[..left])?;
-        if count == 0 {
+        let read = read_into(copy_pipe.read, &mut spare[..left])?;
+        if read == 0 {
             return Err(io::Error::other("the copy pipe held less than was teed"));
         }
-        // SAFETY: `read_into` initialised the first `count` bytes of the spare capacity.
-        unsafe { bytes.set_len(bytes.len() + count) };
-        left -= count;
+        // SAFETY: `read_into` initialised the first `read` bytes of the spare capacity.
+        unsafe { bytes.set_len(bytes.len() + read) };
+        left -= read;
     }
     Ok(())
 }

@@ -92,7 +92,7 @@ pub struct ServeArgs {
 pub enum DataPathArg {
     /// Through user space (a copy kept for the cache on the way).
     Copy,
-    /// splice(2) through pooled pipes above --splice-threshold (not implemented yet).
+    /// splice(2) through pooled pipes for bodies (or chunks) of at least --splice-threshold.
     Splice,
 }
 
@@ -130,8 +130,9 @@ pub struct ProxyArgs {
     /// Data path for response bodies.
     #[arg(long, value_enum, default_value = "copy")]
     pub data_path: DataPathArg,
-    /// Bodies at least this long take the splice path.
-    #[arg(long, default_value_t = 64 * 1024)]
+    /// Bodies (chunks of a chunked body) at least this long take the splice path; the
+    /// default is where splice measured cheaper than copy (docs/proxy.md, Data paths).
+    #[arg(long, default_value_t = 16 * 1024)]
     pub splice_threshold: u64,
     /// Seconds allowed for a whole request head once it has started.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]

@@ -32,9 +32,10 @@ pub enum Mode {
 pub enum DataPath {
     /// Read into user space, write from there (a copy kept for the cache on the way).
     Copy,
-    /// splice(2) through pooled pipes for `Content-Length` bodies of at least the
-    /// threshold and for CONNECT tunnels; a cacheable body keeps its copy with tee(2).
-    /// Falls back to copying on drivers without splice.
+    /// splice(2) through pooled pipes for `Content-Length` bodies and chunks of at least
+    /// the threshold, close-delimited bodies to clients that close too, and CONNECT
+    /// tunnels; a cacheable body keeps its copy with tee(2). Falls back to copying on
+    /// drivers without splice.
     Splice,
 }
 
@@ -81,7 +82,8 @@ pub struct ProxyConfig {
     pub revalidate_always: bool,
     /// Data path for response bodies.
     pub data_path: DataPath,
-    /// Bodies at least this long take the splice path when `data_path` is `Splice`.
+    /// Bodies (and chunks) at least this long take the splice path when `data_path` is
+    /// `Splice`. Default 16 KiB, where splice measured cheaper than copy.
     pub splice_threshold: u64,
     /// Most connections open at once (clients and origins), over all workers.
     pub max_connections: usize,
@@ -126,7 +128,7 @@ impl ProxyConfig {
             cache: Some(StoreConfig::default()),
             revalidate_always: false,
             data_path: DataPath::Copy,
-            splice_threshold: 64 * 1024,
+            splice_threshold: 16 * 1024,
             max_connections: 19_000,
             admin: None,
             shutdown_grace: Duration::from_secs(10),

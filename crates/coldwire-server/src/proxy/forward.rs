@@ -164,7 +164,7 @@ impl<D: Driver> Worker<D> {
         self.driver.send(origin.id, Chunk::Owned(request));
         let deadline = self.upstream_deadline();
         self.driver.set_timer(origin.id, deadline);
-        self.driver.recv(origin.id);
+        self.arm_response_head_read(origin.id);
         let id = origin.id;
         self.put_origin(origin);
         // Request body bytes already received go right after the head.

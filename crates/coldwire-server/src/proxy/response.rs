@@ -25,6 +25,11 @@ use super::worker::{Step, Worker};
 use crate::output::Output;
 use crate::session::Phase;
 
+/// Most bytes of an origin's response head (and the body bytes after it) read into user
+/// space on the splice path before the body is spliced: a head of a few hundred bytes
+/// leaves the rest of one page to the body, like seed 002's two-segment first read.
+pub(super) const HEAD_READ_BYTES: usize = 4096;
+
 impl<D: Driver> Worker<D> {
     /// Bytes from an origin connection.
     pub(super) fn on_origin_data(&mut self, origin: Origin, buffer: Buffer) {
@@ -57,8 +62,14 @@ impl<D: Driver> Worker<D> {
         let complete = if started {
             self.feed_body(client, bytes, &mut origin)
         } else {
-            origin.head.extend_from_slice(bytes);
-            match self.take_head(client, &mut origin) {
+            // The head is parsed straight from the received bytes; only a head split over
+            // several receives is gathered in `origin.head`.
+            let mut joined = std::mem::take(&mut origin.head);
+            if !joined.is_empty() {
+                joined.extend_from_slice(bytes);
+            }
+            let input: &[u8] = if joined.is_empty() { bytes } else { &joined };
+            match self.take_head(client, input) {
                 Err(status) => {
                     self.driver.close(origin.id);
                     if let Some(exchange) = client.exchange.as_mut() {
@@ -67,16 +78,21 @@ impl<D: Driver> Worker<D> {
                     return self.fail_before_response(client, status);
                 }
                 Ok(None) => {
+                    origin.head = if joined.is_empty() {
+                        bytes.to_vec()
+                    } else {
+                        joined
+                    };
                     let deadline = self.upstream_deadline();
                     self.driver.set_timer(origin.id, deadline);
                     self.driver.recv_eager(origin.id);
                     self.put_origin(origin);
                     return Step::Keep;
                 }
-                Ok(Some(rest)) => {
-                    let complete = self.feed_body(client, &rest, &mut origin);
-                    origin.head = rest;
-                    origin.head.clear();
+                Ok(Some(body_start)) => {
+                    let complete = self.feed_body(client, &input[body_start..], &mut origin);
+                    joined.clear();
+                    origin.head = joined;
                     complete
                 }
             }
@@ -86,12 +102,14 @@ impl<D: Driver> Worker<D> {
         }
         let id = origin.id;
         self.put_origin(origin);
-        let splice = client
-            .exchange
-            .as_ref()
-            .and_then(|exchange| exchange.response.as_ref())
-            .is_some_and(|progress| progress.splice == SplicePlan::Pending);
-        match self.driver.flush(client.session.id) {
+        let splice = self.plan_splice(client);
+        let flushed = if splice {
+            // The head and the bytes that came with it leave with the spliced data.
+            self.driver.flush_more(client.session.id)
+        } else {
+            self.driver.flush(client.session.id)
+        };
+        match flushed {
             Flush::Done if splice => self.start_body_splice(client),
             Flush::Done => {
                 let deadline = self.upstream_deadline();
@@ -113,25 +131,22 @@ impl<D: Driver> Worker<D> {
         }
     }
 
-    /// Parses the response head once complete, answers it, and returns the body bytes
-    /// that followed it.
-    fn take_head(
-        &mut self,
-        client: &mut Client,
-        origin: &mut Origin,
-    ) -> Result<Option<Vec<u8>>, Status> {
+    /// Parses the response head once complete, answers it, and returns where the body
+    /// bytes that followed it start in `input` (`None`: the head is incomplete).
+    fn take_head(&mut self, client: &mut Client, input: &[u8]) -> Result<Option<usize>, Status> {
         let head_only = client
             .exchange
             .as_ref()
             .is_some_and(|exchange| exchange.head_only);
+        let mut start = 0;
         loop {
-            let parsed = parse_upstream_response(
-                &origin.head,
-                head_only,
-                self.config.max_response_head_bytes,
-            )
-            .map_err(|_| Status::BAD_GATEWAY)?;
+            let rest = input.get(start..).unwrap_or_default();
+            let parsed =
+                parse_upstream_response(rest, head_only, self.config.max_response_head_bytes)
+                    .map_err(|_| Status::BAD_GATEWAY)?;
             let Some(response) = parsed else {
+                // The caller keeps all of `input`; interim responses before the incomplete
+                // head are skipped again next time.
                 return Ok(None);
             };
             if (100..200).contains(&response.status) {
@@ -139,16 +154,16 @@ impl<D: Driver> Worker<D> {
                     return Err(Status::BAD_GATEWAY);
                 }
                 // Interim responses are not forwarded (Expect was answered by the proxy).
-                origin.head.drain(..response.head_len);
+                start += response.head_len;
                 continue;
             }
             if response.status >= 500 && self.stale_on_error_available(client) {
                 // stale-if-error: the stored response answers instead (fail_before_response).
                 return Err(Status::from_u16(response.status).unwrap_or(Status::BAD_GATEWAY));
             }
-            let rest = origin.head.split_off(response.head_len);
+            let body_start = start + response.head_len;
             self.begin_response(client, response);
-            return Ok(Some(rest));
+            return Ok(Some(body_start));
         }
     }
 
@@ -172,6 +187,7 @@ impl<D: Driver> Worker<D> {
             }
             return;
         }
+        let splice_allowed = self.splice_allowed(client);
         let Some(exchange) = client.exchange.as_mut() else {
             return;
         };
@@ -214,13 +230,18 @@ impl<D: Driver> Worker<D> {
             // Not stored: requests waiting for this response go to the origin themselves.
             exchange.cache.claim = None;
         }
-        let splice = self.config.data_path == DataPath::Splice
-            && self.driver.supports_splice()
-            && !exchange.head_only
-            && matches!(response.framing, ResponseFraming::Length(length) if length >= self.config.splice_threshold);
         let rechunk = response.framing == ResponseFraming::UntilClose
             && exchange.version == Version::Http11
             && exchange.keep_alive;
+        // Chunked bodies are planned chunk by chunk (`plan_splice`). A close-delimited body
+        // splices only when the client's copy is close-delimited too (re-chunking needs
+        // each piece's length) and nothing is stored (its copy would have no bound).
+        let splice = splice_allowed
+            && match response.framing {
+                ResponseFraming::Length(length) => length >= self.config.splice_threshold,
+                ResponseFraming::UntilClose => !rechunk && fill.is_none(),
+                ResponseFraming::Empty | ResponseFraming::Chunked => false,
+            };
         if response.framing == ResponseFraming::UntilClose && !rechunk {
             exchange.keep_alive = false;
         }
@@ -433,8 +454,70 @@ impl<D: Driver> Worker<D> {
         Step::Keep
     }
 
-    /// Hands the rest of a long `Content-Length` body to the driver's splice (with a
-    /// tee'd copy when it is being cached); falls back to copying if the driver refuses.
+    /// Whether this exchange's body may take the splice path at all.
+    fn splice_allowed(&self, client: &Client) -> bool {
+        self.config.data_path == DataPath::Splice
+            && self.driver.supports_splice()
+            && client
+                .exchange
+                .as_ref()
+                .is_some_and(|exchange| !exchange.head_only)
+    }
+
+    /// Arms the receive of an origin's response head: on the splice path it takes at most
+    /// [`HEAD_READ_BYTES`], so that a long body stays in the kernel for the splice.
+    pub(super) fn arm_response_head_read(&mut self, origin: coldwire_io::ConnectionId) {
+        if self.config.data_path == DataPath::Splice && self.driver.supports_splice() {
+            self.driver.recv_at_most(origin, HEAD_READ_BYTES);
+        } else {
+            self.driver.recv(origin);
+        }
+    }
+
+    /// True when the body's next part is to be spliced: planned at the head for a long
+    /// `Content-Length` or a close-delimited body; for a chunked body, whenever the rest of
+    /// the current chunk's data is at least the threshold (a copy for the store is kept
+    /// only while the object can still fit).
+    fn plan_splice(&mut self, client: &mut Client) -> bool {
+        let allowed = self.splice_allowed(client);
+        let threshold = self.config.splice_threshold.max(1);
+        let max_object = self
+            .config
+            .cache
+            .as_ref()
+            .map_or(u64::MAX, |cache| cache.max_object);
+        let Some(progress) = client
+            .exchange
+            .as_mut()
+            .and_then(|exchange| exchange.response.as_mut())
+        else {
+            return false;
+        };
+        match progress.splice {
+            SplicePlan::Pending => return true,
+            SplicePlan::Running => return false,
+            SplicePlan::No => {}
+        }
+        if !allowed || progress.framing != ResponseFraming::Chunked {
+            return false;
+        }
+        let pending = progress.decoder.pending_data();
+        if pending < threshold {
+            return false;
+        }
+        if progress
+            .fill
+            .as_ref()
+            .is_some_and(|(fill, _)| fill.len().saturating_add(pending) > max_object)
+        {
+            progress.fill = None;
+        }
+        progress.splice = SplicePlan::Pending;
+        true
+    }
+
+    /// Hands the next part of the body (see [`SplicePlan`]) to the driver's splice, with a
+    /// tee'd copy when it is being stored; falls back to copying if the driver refuses.
     fn start_body_splice(&mut self, client: &mut Client) -> Step {
         let client_id = client.session.id;
         let Some(exchange) = client.exchange.as_mut() else {
@@ -443,13 +526,17 @@ impl<D: Driver> Worker<D> {
         let (Some(origin), Some(progress)) = (exchange.origin, exchange.response.as_mut()) else {
             return Step::Keep;
         };
+        let length = match progress.framing {
+            ResponseFraming::Length(_) => progress.remaining,
+            ResponseFraming::Chunked => progress.decoder.pending_data(),
+            ResponseFraming::UntilClose => u64::MAX,
+            ResponseFraming::Empty => 0,
+        };
         let keep_copy = progress.fill.is_some();
-        match self
-            .driver
-            .splice(origin, client_id, progress.remaining, keep_copy)
-        {
+        match self.driver.splice(origin, client_id, length, keep_copy) {
             Ok(()) => {
                 progress.splice = SplicePlan::Running;
+                progress.splice_length = length;
                 self.driver.cancel_timer(origin);
                 self.wait_for_client(client);
             }
@@ -463,29 +550,53 @@ impl<D: Driver> Worker<D> {
         Step::Keep
     }
 
-    /// The driver spliced the whole body: store the tee'd copy and finish.
+    /// The driver spliced its part of the body: keep the tee'd copy, then finish (a
+    /// `Content-Length` or close-delimited body) or read the chunked body's framing on.
     fn finish_body_splice(
         &mut self,
         client: &mut Client,
         origin_id: coldwire_io::ConnectionId,
     ) -> Step {
         let copy = self.driver.take_splice_copy(client.session.id);
-        if let Some(progress) = client
+        let Some(progress) = client
             .exchange
             .as_mut()
             .and_then(|exchange| exchange.response.as_mut())
-        {
-            progress.body_bytes += progress.remaining;
-            progress.remaining = 0;
-            progress.splice = SplicePlan::No;
-            let stored = match (progress.fill.as_mut(), copy) {
-                (Some((fill, _)), Some(copy)) => fill.push(Bytes::from(copy)),
-                // A fill without its copy cannot be completed.
-                (Some(_), None) => false,
-                (None, _) => true,
-            };
-            if !stored {
-                progress.fill = None;
+        else {
+            return Step::Close;
+        };
+        progress.splice = SplicePlan::No;
+        let copied = copy.as_ref().map_or(0, |copy| copy.len() as u64);
+        let stored = match (progress.fill.as_mut(), copy) {
+            (Some((fill, _)), Some(copy)) => fill.push(Bytes::from(copy)),
+            // A fill without its copy cannot be completed.
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        if !stored {
+            progress.fill = None;
+        }
+        match progress.framing {
+            ResponseFraming::Chunked => {
+                let skipped = progress.decoder.skip_data(progress.splice_length);
+                progress.body_bytes += skipped;
+                // The chunk's CRLF and the next size line come through user space; the
+                // next long chunk is spliced again.
+                client.session.enter(&mut self.driver, Phase::Idle);
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(origin_id, deadline);
+                self.driver.recv_at_most(origin_id, HEAD_READ_BYTES);
+                return Step::Keep;
+            }
+            ResponseFraming::UntilClose => {
+                // The origin closed: the body is complete and the connection is done.
+                // (Its length is known only when a copy was kept.)
+                progress.body_bytes += copied;
+                progress.upstream_keep_alive = false;
+            }
+            ResponseFraming::Length(_) | ResponseFraming::Empty => {
+                progress.body_bytes += progress.remaining;
+                progress.remaining = 0;
             }
         }
         let origin = self.take_origin(origin_id);
@@ -513,5 +624,6 @@ fn progress(
         fill,
         body_bytes: 0,
         splice: SplicePlan::No,
+        splice_length: 0,
     }
 }

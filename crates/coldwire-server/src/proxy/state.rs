@@ -127,18 +127,24 @@ pub struct Progress {
     pub fill: Option<(Fill, Fields)>,
     /// Body bytes sent to the client.
     pub body_bytes: u64,
-    /// Whether the rest of the body is spliced.
+    /// Whether (part of) the body is spliced next, or is being spliced.
     pub splice: SplicePlan,
+    /// Bytes handed to the running splice: the rest of a `Content-Length` body, the rest
+    /// of one chunk's data, or everything until the origin closes (`u64::MAX`).
+    pub splice_length: u64,
 }
 
-/// The splice data path of one response body.
+/// The splice data path of one response body: the rest of a `Content-Length` body, each
+/// long chunk's data of a chunked body (size lines and trailers pass through user space),
+/// or a close-delimited body until the origin closes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplicePlan {
-    /// Copied through user space.
+    /// Copied through user space (for now: a chunked body may splice its next chunk).
     No,
-    /// Spliced once the head (and any body bytes that came with it) reached the client.
+    /// Spliced once what was queued for the client (head, bytes that came with it) is
+    /// written.
     Pending,
-    /// The driver is splicing the rest of the body.
+    /// The driver is splicing `splice_length` bytes.
     Running,
 }
 

@@ -1,0 +1,286 @@
+//! End-to-end tests of the splice data path of `coldwire proxy` for bodies without a
+//! `Content-Length`: chunked bodies (chunk data spliced, size lines, extensions and
+//! trailers read in user space) and close-delimited bodies (spliced until the origin
+//! closes), with and without a tee'd copy for the cache, on every I/O backend. What curl
+//! receives must hash (SHA-256) like what the origin sent; a chunked body that ends early
+//! must reach curl as an error and never be cached.
+//!
+//! The origin here is a small raw-socket server of its own (the shared test origin only
+//! sends `Content-Length` bodies).
+
+#[allow(
+    dead_code,
+    reason = "helpers shared with tests/proxy.rs; this binary uses a few"
+)]
+mod proxy_support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use proxy_support::{Proxy, backend_available, body_of, curl};
+
+macro_rules! backend_tests {
+    ($($backend:ident),+ $(,)?) => {
+        $(backend_tests!(@module $backend [
+            chunked_and_close_delimited_bodies_are_identical_through_splice,
+            truncated_chunked_body_is_an_error_and_never_cached,
+        ]);)+
+    };
+    (@module $backend:ident [$($test:ident),+ $(,)?]) => {
+        mod $backend {
+            $(
+                #[test]
+                fn $test() {
+                    // Module names use '_', `--io` names '-' (uring_poll → uring-poll).
+                    let name = stringify!($backend).replace('_', "-");
+                    if super::backend_available(&name) {
+                        super::$test(&name);
+                    }
+                }
+            )+
+        }
+    };
+}
+
+backend_tests! { select, poll, epoll, uring_poll, uring }
+
+/// Chunk sizes the origin cycles through: short ones (copied) between long ones (spliced
+/// at the threshold the tests set), a 1-byte chunk, a chunk of exactly the threshold.
+const CHUNK_SIZES: [usize; 7] = [1, 70_000, 13, 300_000, 4096, 1_000_000, 16_384];
+
+/// The splice threshold the tests run with.
+const THRESHOLD: &str = "16384";
+
+/// A test origin answering `/chunked?n=SIZE`, `/close?n=SIZE` and
+/// `/chunked-cut?n=SIZE&reset=0|1` (a chunk announced longer than what is sent, then a
+/// close or a reset). Counts requests per path.
+struct RawOrigin {
+    address: SocketAddr,
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl RawOrigin {
+    fn start() -> RawOrigin {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let requests: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let shared = requests.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let requests = shared.clone();
+                thread::spawn(move || serve(stream, &requests));
+            }
+        });
+        RawOrigin { address, requests }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    fn requests(&self, path: &str) -> usize {
+        self.requests
+            .lock()
+            .unwrap()
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+fn parameter(path: &str, name: &str) -> Option<usize> {
+    path.split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+        .and_then(|value| value.parse().ok())
+}
+
+/// Serves one connection: keep-alive for chunked answers, closed after the others.
+fn serve(stream: TcpStream, requests: &Mutex<HashMap<String, usize>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        loop {
+            let mut field = String::new();
+            if reader.read_line(&mut field).unwrap_or(0) == 0 || field.trim_end().is_empty() {
+                break;
+            }
+        }
+        *requests.lock().unwrap().entry(path.clone()).or_default() += 1;
+        let size = parameter(&path, "n").unwrap_or(1 << 20);
+        let body = body_of(size);
+        let keep_going = match path.split('?').next().unwrap_or("") {
+            "/chunked" => send_chunked(&mut writer, &body).is_ok(),
+            "/close" => {
+                let head =
+                    "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nConnection: close\r\n\r\n";
+                let _ = writer.write_all(head.as_bytes());
+                let _ = writer.write_all(&body);
+                false
+            }
+            "/chunked-cut" => {
+                let head = "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nTransfer-Encoding: chunked\r\n\r\n";
+                let _ = writer.write_all(head.as_bytes());
+                // A chunk announced twice as long as what follows.
+                let _ = write!(writer, "{:x}\r\n", body.len() * 2);
+                let _ = writer.write_all(&body);
+                let _ = writer.flush();
+                thread::sleep(Duration::from_millis(50));
+                if parameter(&path, "reset") == Some(1) {
+                    let socket = socket2::SockRef::from(&writer);
+                    let _ = socket.set_linger(Some(Duration::ZERO));
+                }
+                false
+            }
+            _ => {
+                let _ = writer.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                true
+            }
+        };
+        if !keep_going {
+            return;
+        }
+    }
+}
+
+/// `body` as chunks of [`CHUNK_SIZES`], an extension on some size lines, and a trailer.
+fn send_chunked(writer: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
+    writer.write_all(
+        b"HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )?;
+    let mut offset = 0;
+    for (index, size) in CHUNK_SIZES.iter().cycle().enumerate() {
+        if offset == body.len() {
+            break;
+        }
+        let take = (*size).min(body.len() - offset);
+        let extension = if index % 3 == 0 { ";piece=yes" } else { "" };
+        write!(writer, "{take:x}{extension}\r\n")?;
+        writer.write_all(&body[offset..offset + take])?;
+        writer.write_all(b"\r\n")?;
+        offset += take;
+    }
+    writer.write_all(b"0\r\nX-Body-End: yes\r\n\r\n")?;
+    writer.flush()
+}
+
+fn sha256_of_file(path: &std::path::Path) -> String {
+    let output = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum (coreutils)");
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// 1 MiB and 64 MiB chunked and close-delimited bodies through `--data-path splice`
+/// without and with the cache (tee): SHA-256 equal to the origin's, and a cached one
+/// served again without asking the origin.
+fn chunked_and_close_delimited_bodies_are_identical_through_splice(backend: &str) {
+    let origin = RawOrigin::start();
+    let directory = tempfile::tempdir().unwrap();
+    let sizes = [1usize << 20, 64 << 20];
+    let mut expected = Vec::new();
+    for size in sizes {
+        let path = directory.path().join(format!("expected-{size}"));
+        std::fs::write(&path, body_of(size)).unwrap();
+        expected.push(sha256_of_file(&path));
+    }
+    let variants: [(&str, &[&str]); 2] = [
+        ("splice", &["--cache-bytes", "0"]),
+        ("splice+tee", &["--max-object-bytes", "100000000"]),
+    ];
+    // (route, extra curl arguments, whether a second request may be a hit, largest size)
+    let shapes: [(&str, &[&str], bool, usize); 3] = [
+        ("/chunked", &[], true, usize::MAX),
+        // A close-delimited answer to a client that closes too: spliced until the end.
+        ("/close", &["-H", "Connection: close"], false, usize::MAX),
+        // To a keep-alive client it is re-chunked (copied) instead; tests/proxy.rs covers
+        // that path, here it only has to coexist.
+        ("/close", &[], false, 1 << 20),
+    ];
+    for (variant, args) in variants {
+        let mut proxy_args = vec!["--data-path", "splice", "--splice-threshold", THRESHOLD];
+        proxy_args.extend_from_slice(args);
+        let proxy = Proxy::start(backend, &proxy_args);
+        let proxy_url = proxy.url();
+        for (shape, (route, curl_args, may_hit, largest)) in shapes.iter().enumerate() {
+            for (size, expected) in sizes.iter().zip(&expected) {
+                if size > largest {
+                    continue;
+                }
+                let path = format!("{route}?n={size}&variant={variant}&shape={shape}");
+                let rounds = if variant == "splice+tee" && *may_hit {
+                    2
+                } else {
+                    1
+                };
+                for round in 0..rounds {
+                    let received = directory.path().join("received");
+                    // A generous time limit: 64 MiB through a debug build on a busy machine.
+                    let mut all = vec!["--max-time", "180", "-x", &proxy_url];
+                    all.extend(["-o", received.to_str().unwrap()]);
+                    all.extend_from_slice(curl_args);
+                    let url = origin.url(&path);
+                    all.push(&url);
+                    let output = curl(&all);
+                    let what = format!("{variant} {path} round {round}");
+                    assert_eq!(output.code, 0, "curl failed: {what}");
+                    assert_eq!(&sha256_of_file(&received), expected, "{what}");
+                }
+                assert_eq!(
+                    origin.requests(&path),
+                    1,
+                    "{variant} {path}: {rounds} requests should reach the origin once"
+                );
+            }
+        }
+    }
+}
+
+/// A chunked body whose origin closes (or resets) inside a long, spliced chunk: curl sees
+/// an error, and the next request goes to the origin again (nothing was cached).
+fn truncated_chunked_body_is_an_error_and_never_cached(backend: &str) {
+    let origin = RawOrigin::start();
+    let proxy = Proxy::start(
+        backend,
+        &[
+            "--data-path",
+            "splice",
+            "--splice-threshold",
+            THRESHOLD,
+            "--max-object-bytes",
+            "100000000",
+        ],
+    );
+    let proxy_url = proxy.url();
+    for reset in [0, 1] {
+        let path = format!("/chunked-cut?n=300000&reset={reset}");
+        for _ in 0..2 {
+            let output = curl(&["-x", &proxy_url, &origin.url(&path)]);
+            assert_ne!(
+                output.code, 0,
+                "{path}: curl must report the truncated body"
+            );
+            assert!(output.stdout.len() <= 300_000, "{path}: too many bytes");
+        }
+        assert_eq!(
+            origin.requests(&path),
+            2,
+            "{path}: the truncated body must not be cached"
+        );
+    }
+}
