@@ -1,8 +1,6 @@
 //! The machine an experiment runs on (from `/proc` and `uname`), and the open-files limit
 //! raised to the hard limit, so servers and generators started from here inherit it.
 
-use std::io;
-
 use coldwire_report::MachineRecord;
 
 fn read_trimmed(path: &str) -> String {
@@ -47,24 +45,7 @@ fn memory_bytes(meminfo: &str) -> u64 {
 
 /// Raises the soft open-files limit to the hard one (children inherit it); returns the
 /// soft limit now in force.
-pub fn raise_open_files_limit() -> io::Result<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `limit` is a valid rlimit for the kernel to fill.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if limit.rlim_cur < limit.rlim_max {
-        limit.rlim_cur = limit.rlim_max;
-        // SAFETY: `limit` is the valid rlimit read above, soft raised to hard.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(limit.rlim_cur)
-}
+pub use coldwire_io::sys::raise_open_files_limit;
 
 /// Describes this machine, labelled `label`, with the given open-files limit.
 pub fn current(label: &str, open_files_limit: u64) -> MachineRecord {

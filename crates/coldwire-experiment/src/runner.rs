@@ -72,24 +72,7 @@ pub fn resolve(names: &[String]) -> anyhow::Result<Vec<&'static Experiment>> {
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
-pub fn utc_date(unix_seconds: u64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let days = (unix_seconds / 86_400) as i64 + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
+pub use coldwire_report::time::utc_date;
 
 fn unix_now() -> f64 {
     SystemTime::now()
@@ -134,7 +117,7 @@ pub fn run(options: &RunnerOptions) -> anyhow::Result<Vec<Outcome>> {
         .clone()
         .unwrap_or_else(machine::short_hostname);
     let results = options.results.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!("{}-{label}", utc_date(unix_now() as u64)))
+        PathBuf::from("results").join(format!("{}-{label}", utc_date(unix_now())))
     });
     let machine = machine::current(&label, open_files_limit);
     eprintln!(
@@ -226,9 +209,9 @@ mod tests {
 
     #[test]
     fn dates_are_utc_calendar_days() {
-        assert_eq!(utc_date(0), "1970-01-01");
-        assert_eq!(utc_date(951_782_400), "2000-02-29");
-        assert_eq!(utc_date(1_795_305_600 + 86_399), "2026-11-22");
+        assert_eq!(utc_date(0.0), "1970-01-01");
+        assert_eq!(utc_date(951_782_400.0), "2000-02-29");
+        assert_eq!(utc_date(1_795_305_600.0 + 86_399.0), "2026-11-22");
     }
 
     #[test]

@@ -186,3 +186,38 @@ pub fn eventfd_drain(fd: RawFd) {
     // SAFETY: reads at most 8 bytes into a live local array.
     unsafe { libc::read(fd, value.as_mut_ptr().cast(), value.len()) };
 }
+
+/// Raises the soft open-files limit (`RLIMIT_NOFILE`) to the hard one and returns the soft
+/// limit now in force (children inherit it). Servers, load generators and experiments all
+/// size themselves to it.
+pub fn raise_open_files_limit() -> io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for the kernel to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: `limit` is the valid rlimit read above, soft raised to hard.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(limit.rlim_cur)
+}
+
+/// The hard open-files limit (`RLIMIT_NOFILE`): the most the soft limit can be raised to.
+pub fn hard_open_files_limit() -> io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for the kernel to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(limit.rlim_max)
+}

@@ -662,18 +662,7 @@ fn connects_sends_before_established_and_reports_refusal<D: Create>() {
 }
 
 fn raise_open_files_limit() -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `limit` is a valid rlimit for the kernel to fill, then to read back.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-        limit.rlim_cur = limit.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-    }
-    limit.rlim_cur
+    coldwire_io::sys::raise_open_files_limit().expect("raising RLIMIT_NOFILE")
 }
 
 /// Descriptors above select's historical 1,024 limit work, and only the ready one is

@@ -5,24 +5,7 @@
 use std::io;
 
 /// Raises the soft open-files limit to the hard limit; returns the new soft limit.
-pub fn raise_open_files_limit() -> io::Result<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `limit` is a valid rlimit the kernel fills.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if limit.rlim_cur < limit.rlim_max {
-        limit.rlim_cur = limit.rlim_max;
-        // SAFETY: `limit` is a valid rlimit read above.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(limit.rlim_cur)
-}
+pub use coldwire_io::sys::raise_open_files_limit;
 
 /// Pins the calling thread to one CPU (best effort: errors are returned, not fatal).
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {

@@ -16,31 +16,17 @@ pub const HEADROOM: u64 = 64;
 /// Raises the soft open-files limit to the hard one and returns the new soft limit; fails,
 /// saying what to change, when even the hard limit is below `needed`.
 pub fn raise_open_files_limit(needed: u64) -> anyhow::Result<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `limit` is a live rlimit the kernel fills.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("getrlimit(RLIMIT_NOFILE) failed");
-    }
-    if limit.rlim_max < needed {
+    let hard =
+        coldwire_io::sys::hard_open_files_limit().context("getrlimit(RLIMIT_NOFILE) failed")?;
+    if hard < needed {
         bail!(
-            "slot-alloc needs {needed} open descriptors but the hard open-files limit is {} — \
+            "slot-alloc needs {needed} open descriptors but the hard open-files limit is {hard} — \
              lower the largest value of `open` in experiments/slot-alloc.toml or raise the \
-             hard limit (ulimit -Hn, as root)",
-            limit.rlim_max
+             hard limit (ulimit -Hn, as root)"
         );
     }
-    if limit.rlim_cur < limit.rlim_max {
-        limit.rlim_cur = limit.rlim_max;
-        // SAFETY: `limit` is a live rlimit the kernel only reads.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-            return Err(std::io::Error::last_os_error())
-                .context("cannot raise the soft open-files limit to the hard limit");
-        }
-    }
-    Ok(limit.rlim_cur)
+    coldwire_io::sys::raise_open_files_limit()
+        .context("cannot raise the soft open-files limit to the hard limit")
 }
 
 /// Nanoseconds of CPU time (user + system) the calling thread has used: time spent

@@ -633,13 +633,7 @@ pub fn backend_available(name: &str) -> bool {
 }
 
 pub fn raise_open_files_limit() -> u64 {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current != limit.maximum {
-        limit.current = limit.maximum;
-        setrlimit(Resource::Nofile, limit).expect("raising RLIMIT_NOFILE");
-    }
-    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+    coldwire_io::sys::raise_open_files_limit().expect("raising RLIMIT_NOFILE")
 }
 
 /// Checks one Common Log Format line:
