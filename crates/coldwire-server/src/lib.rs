@@ -14,6 +14,7 @@ pub mod output;
 pub mod proxy;
 pub mod server;
 pub mod session;
+mod spawn;
 pub mod stats;
 pub mod system;
 pub mod worker;

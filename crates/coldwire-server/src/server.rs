@@ -9,15 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use coldwire_io::{
-    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
-    UringDriver, UringOptions, UringPoller, Waker,
-};
+use coldwire_io::{Driver, DriverConfig, UringOptions, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::admin::serve_admin;
 use crate::config::ServeConfig;
 use crate::error::ServerError;
+use crate::spawn::{WorkerLoop, spawn_worker};
 use crate::stats::Stats;
 use crate::system;
 use crate::worker::{WorkerContext, run_worker};
@@ -138,26 +136,11 @@ impl RunningServer {
                 stop: stop.clone(),
                 access_log: access_log.clone(),
             };
-            let (waker, thread) = match config.backend {
-                Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,
-                Backend::Poll => spawn::<PollPoller>(&driver_config, context)?,
-                Backend::Select => spawn::<SelectPoller>(&driver_config, context)?,
-                Backend::UringPoll => spawn::<UringPoller>(&driver_config, context)?,
-                Backend::Uring => {
-                    let options = UringOptions {
-                        sqpoll_idle: config.sqpoll.then_some(SQPOLL_IDLE),
-                        ..UringOptions::default()
-                    };
-                    let driver =
-                        UringDriver::new(driver_config.clone(), options).map_err(|source| {
-                            ServerError::Backend {
-                                backend: "uring",
-                                source,
-                            }
-                        })?;
-                    spawn_driver(driver, context)?
-                }
+            let uring = UringOptions {
+                sqpoll_idle: config.sqpoll.then_some(SQPOLL_IDLE),
+                ..UringOptions::default()
             };
+            let (waker, thread) = spawn_worker(config.backend, &driver_config, uring, context)?;
             wakers.push(waker);
             threads.push(thread);
         }
@@ -269,60 +252,20 @@ pub(crate) fn join_all(
     result
 }
 
-/// A started loop: its waker and its thread.
-pub(crate) type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
-
 /// How long an idle `--sqpoll` kernel thread keeps polling before it sleeps: short, since
 /// while it polls it holds a core (half of this machine).
 const SQPOLL_IDLE: std::time::Duration = std::time::Duration::from_millis(10);
 
-fn spawn<P: Poller + Send + 'static>(
-    driver_config: &DriverConfig,
-    context: WorkerContext,
-) -> Result<Spawned, ServerError> {
-    spawn_driver(readiness_driver::<P>(driver_config)?, context)
-}
+impl WorkerLoop for WorkerContext {
+    fn thread_name(&self) -> String {
+        format!("coldwire-worker-{}", self.index)
+    }
 
-/// A readiness driver over poller `P`.
-pub(crate) fn readiness_driver<P: Poller>(
-    driver_config: &DriverConfig,
-) -> Result<ReadinessDriver<P>, ServerError> {
-    ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| ServerError::Backend {
-        backend: P::NAME,
-        source,
-    })
-}
+    fn pin(&self) -> Option<usize> {
+        self.config.pin_workers.then_some(self.index)
+    }
 
-/// Starts a worker thread running `driver`.
-fn spawn_driver<D: Driver + Send + 'static>(
-    driver: D,
-    context: WorkerContext,
-) -> Result<Spawned, ServerError> {
-    let pin = context.config.pin_workers.then_some(context.index);
-    let name = format!("coldwire-worker-{}", context.index);
-    spawn_loop(driver, name, pin, move |driver| run_worker(driver, context))
-}
-
-/// Starts the thread `name` that runs `work` on `driver`, pinned to CPU `pin mod cores`
-/// when asked.
-pub(crate) fn spawn_loop<D: Driver + Send + 'static>(
-    driver: D,
-    name: String,
-    pin: Option<usize>,
-    work: impl FnOnce(D) -> std::io::Result<()> + Send + 'static,
-) -> Result<Spawned, ServerError> {
-    let waker = driver.waker();
-    let thread = std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            if let Some(cpu) = pin {
-                let _ = system::pin_current_thread(cpu % system::cpu_count());
-            }
-            work(driver)
-        })
-        .map_err(|source| ServerError::System {
-            context: "cannot spawn a worker thread",
-            source,
-        })?;
-    Ok((waker, thread))
+    fn run<D: Driver>(self, driver: D) -> std::io::Result<()> {
+        run_worker(driver, self)
+    }
 }

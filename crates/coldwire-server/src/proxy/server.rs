@@ -9,17 +9,13 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
 use coldwire_cache::Store;
-use coldwire_io::{
-    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, SelectPoller, UringDriver,
-    UringOptions, UringPoller,
-};
+use coldwire_io::{Driver, DriverConfig, UringOptions};
 
 use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
-use crate::server::{
-    Spawned, StopHandle, bind, bind_admin, join_all, readiness_driver, spawn_loop, start_admin,
-};
+use crate::server::{StopHandle, bind, bind_admin, join_all, start_admin};
+use crate::spawn::{WorkerLoop, spawn_worker};
 use crate::stats::Stats;
 use crate::system;
 
@@ -101,20 +97,12 @@ impl RunningProxy {
                 store: store.clone(),
                 access_log: access_log.clone(),
             };
-            let (waker, thread) = match config.backend {
-                Backend::Epoll => spawn::<EpollPoller>(&driver_config, context)?,
-                Backend::Poll => spawn::<PollPoller>(&driver_config, context)?,
-                Backend::Select => spawn::<SelectPoller>(&driver_config, context)?,
-                Backend::UringPoll => spawn::<UringPoller>(&driver_config, context)?,
-                Backend::Uring => {
-                    let driver = UringDriver::new(driver_config.clone(), UringOptions::default())
-                        .map_err(|source| ServerError::Backend {
-                        backend: "uring",
-                        source,
-                    })?;
-                    spawn_driver(driver, context)?
-                }
-            };
+            let (waker, thread) = spawn_worker(
+                config.backend,
+                &driver_config,
+                UringOptions::default(),
+                context,
+            )?;
             wakers.push(waker);
             threads.push(thread);
         }
@@ -170,21 +158,16 @@ impl RunningProxy {
     }
 }
 
-fn spawn<P: Poller + Send + 'static>(
-    driver_config: &DriverConfig,
-    context: ProxyWorkerContext,
-) -> Result<Spawned, ServerError> {
-    spawn_driver(readiness_driver::<P>(driver_config)?, context)
-}
+impl WorkerLoop for ProxyWorkerContext {
+    fn thread_name(&self) -> String {
+        format!("coldwire-proxy-{}", self.index)
+    }
 
-/// Starts a proxy worker thread running `driver`.
-fn spawn_driver<D: Driver + Send + 'static>(
-    driver: D,
-    context: ProxyWorkerContext,
-) -> Result<Spawned, ServerError> {
-    let pin = context.config.pin_workers.then_some(context.index);
-    let name = format!("coldwire-proxy-{}", context.index);
-    spawn_loop(driver, name, pin, move |driver| {
-        run_proxy_worker(driver, context)
-    })
+    fn pin(&self) -> Option<usize> {
+        self.config.pin_workers.then_some(self.index)
+    }
+
+    fn run<D: Driver>(self, driver: D) -> std::io::Result<()> {
+        run_proxy_worker(driver, self)
+    }
 }
