@@ -177,7 +177,7 @@ fn quick_peers_measures_coldwire_next_to_each_peer() {
             "nginx" => "nginx proxy_cache",
             other => other,
         };
-        match skip_reason(&record, if peer == "varnish" { "varnish" } else { peer }) {
+        match skip_reason(&record, peer) {
             Some(reason) => println!("skipped: {reason}"),
             None => assert!(
                 series_names(hits).contains(&name.to_owned()),
