@@ -106,9 +106,9 @@ fn proxy(path: &str) -> anyhow::Result<Contender> {
 
 /// `4 KiB`, `1 MiB`.
 fn size_name(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1024 && bytes % 1024 == 0 {
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} B")

@@ -166,6 +166,16 @@ pub(crate) fn run_hits(
                         short(cpu_us),
                         origin_requests.map_or("?".into(), |count| count.to_string())
                     ));
+                    if let Some(server) = phase.server
+                        && server.cpu_cores < 0.85
+                    {
+                        warnings.push(format!(
+                            "cache hits, {name}, {size} B: the proxy used only {:.2} of its core (its threads \
+                             waited {:.1} s for a CPU) — other work on the machine or the generator set the pace, \
+                             so this throughput is the share of the CPU it got: compare CPU per request",
+                            server.cpu_cores, server.runqueue_wait_seconds
+                        ));
+                    }
                     points.push(ProxyPoint {
                         contender: index,
                         size,

@@ -142,6 +142,16 @@ pub(crate) fn run(
                         thousands(phase.achieved_rate),
                         short(cpu)
                     ));
+                    if let Some(server) = phase.server
+                        && server.cpu_cores < 0.85
+                    {
+                        warnings.push(format!(
+                            "server {name}, {cold} cold: the server used only {:.2} of its core (its threads \
+                             waited {:.1} s for a CPU) — other work on the machine or the generator set the pace, \
+                             so this throughput is the share of the CPU it got, not its capacity: compare CPU per request",
+                            server.cpu_cores, server.runqueue_wait_seconds
+                        ));
+                    }
                     saturation.push((index, cold, phase.achieved_rate, cpu));
                 }
                 Err(error) => {
