@@ -265,6 +265,26 @@ pub(crate) fn run_hits(
                     )
                 })
                 .collect();
+            let cpu: Vec<String> = points
+                .iter()
+                .filter(|point| point.size == size && point.contender > 0 && point.cpu_us > 0.0)
+                .map(|point| {
+                    format!(
+                        "{} µs {} ({:.2}×)",
+                        short(point.cpu_us),
+                        names[point.contender],
+                        ours.cpu_us / point.cpu_us
+                    )
+                })
+                .collect();
+            if !cpu.is_empty() && ours.cpu_us.is_finite() {
+                record.findings.push(format!(
+                    "CPU per cache hit, {size}-byte object (the figure to compare when a proxy did not get its \
+                     whole core): coldwire {} µs; {}.",
+                    short(ours.cpu_us),
+                    cpu.join(", ")
+                ));
+            }
             record.findings.push(format!(
                 "Cache hits, {size}-byte object: coldwire {} requests/s{}.",
                 thousands(ours.throughput),

@@ -365,6 +365,32 @@ pub(crate) fn run(
                 })
             })
             .collect();
+        let cpu_ratios: Vec<String> = parameters
+            .cold
+            .iter()
+            .filter_map(|&cold| {
+                let of = |who: usize| {
+                    saturation
+                        .iter()
+                        .find(|point| point.0 == who && point.1 == cold)
+                };
+                let (ours, theirs) = (of(0)?, of(index)?);
+                (theirs.3 > 0.0 && ours.3.is_finite()).then(|| {
+                    format!(
+                        "{:.2}× at {} cold",
+                        ours.3 / theirs.3,
+                        thousands(cold as f64)
+                    )
+                })
+            })
+            .collect();
+        if !cpu_ratios.is_empty() {
+            record.findings.push(format!(
+                "Server CPU per request coldwire / {name} (the figure to compare when a server did not get its \
+                 whole core): {}.",
+                cpu_ratios.join(", ")
+            ));
+        }
         if !ratios.is_empty() {
             record.findings.push(format!(
                 "Saturation throughput coldwire / {name}: {}.",
