@@ -7,7 +7,9 @@
 #   splice+tee  --data-path splice, every response tee'd and collected for the store
 # "+store" and "+tee" make every request a cacheable miss: the store's budget is smaller
 # than one object (--cache-bytes 1), so each response is collected in full and then
-# refused by the store, and the next request misses again.
+# refused by the store, and the next request misses again. Collapsed forwarding is off
+# for them (--collapse-wait 0): every request asks for the same URL and would otherwise
+# queue behind the one before it, whose response is never stored.
 #
 # Proxy pinned to CPU 0 (one worker); the origin (`coldwire serve`) and the load generator
 # (`coldwire bench`, open-loop, constant rate, keep-alive) share CPU 1. The proxy's CPU is
@@ -79,9 +81,9 @@ sleep 0.5
 variant_flags() {
     case $1 in
         copy) echo "--data-path copy --cache-bytes 0" ;;
-        copy+store) echo "--data-path copy --cache-bytes 1 --max-object-bytes 2097152" ;;
+        copy+store) echo "--data-path copy --cache-bytes 1 --max-object-bytes 2097152 --collapse-wait 0" ;;
         splice) echo "--data-path splice --splice-threshold 1 --cache-bytes 0" ;;
-        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes 1 --max-object-bytes 2097152" ;;
+        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes 1 --max-object-bytes 2097152 --collapse-wait 0" ;;
     esac
 }
 

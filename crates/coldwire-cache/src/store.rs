@@ -12,8 +12,8 @@
 //!   already being sent from it.
 //! - Only complete responses are stored (see [`Fill`]).
 
+use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -324,8 +324,11 @@ pub struct Store {
     missed: AtomicU64,
     stored: AtomicU64,
     evicted: AtomicU64,
-    /// Keys some worker is fetching from the origin right now (see [`Claim`]).
-    in_flight: Mutex<HashSet<String>>,
+    /// Keys some worker is fetching from the origin right now (see [`Claim`]), each with
+    /// the number of the claim holding it (claims are numbered from 1).
+    in_flight: Mutex<HashMap<String, u64>>,
+    /// The last claim number handed out.
+    claims: AtomicU64,
 }
 
 /// "I am fetching this key from the origin": held by the one exchange (or background
@@ -334,6 +337,7 @@ pub struct Store {
 pub struct Claim {
     store: Arc<Store>,
     key: String,
+    number: u64,
 }
 
 impl std::fmt::Debug for Claim {
@@ -347,15 +351,23 @@ impl Claim {
     pub fn key(&self) -> &str {
         &self.key
     }
+
+    /// This claim's number: different for every claim the store hands out.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        self.store
+        let mut in_flight = self
+            .store
             .in_flight
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(&self.key);
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if in_flight.get(&self.key) == Some(&self.number) {
+            in_flight.remove(&self.key);
+        }
     }
 }
 
@@ -375,7 +387,8 @@ impl Store {
             missed: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
-            in_flight: Mutex::new(HashSet::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            claims: AtomicU64::new(0),
         }
     }
 
@@ -458,18 +471,31 @@ impl Store {
             .in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        in_flight.insert(key.to_owned()).then(|| Claim {
+        if in_flight.contains_key(key) {
+            return None;
+        }
+        let number = self.claims.fetch_add(1, Ordering::Relaxed) + 1;
+        in_flight.insert(key.to_owned(), number);
+        Some(Claim {
             store: self.clone(),
             key: key.to_owned(),
+            number,
         })
     }
 
     /// Whether some fetch of `key` holds its claim.
     pub fn is_claimed(&self, key: &str) -> bool {
+        self.claim_holder(key).is_some()
+    }
+
+    /// The number of the claim holding `key`, if any: a waiter that remembers it can tell
+    /// "the fetch I wait for still runs" from "another fetch claimed the key since".
+    pub fn claim_holder(&self, key: &str) -> Option<u64> {
         self.in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .contains(key)
+            .get(key)
+            .copied()
     }
 
     /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
@@ -614,6 +640,19 @@ mod tests {
         drop(claim);
         assert!(!store.is_claimed("http://a/"));
         assert!(store.claim("http://a/").is_some());
+    }
+
+    #[test]
+    fn a_waiter_can_tell_its_leader_from_the_next_one() {
+        let store = Arc::new(Store::new(StoreConfig::default()));
+        let first = store.claim("http://a/").expect("first claim");
+        let waited_for = store.claim_holder("http://a/");
+        assert_eq!(waited_for, Some(first.number()));
+        drop(first);
+        assert_eq!(store.claim_holder("http://a/"), None);
+        let second = store.claim("http://a/").expect("claimed again");
+        assert_ne!(Some(second.number()), waited_for);
+        assert_eq!(store.claim_holder("http://a/"), Some(second.number()));
     }
 
     #[test]

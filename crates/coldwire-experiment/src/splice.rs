@@ -69,11 +69,22 @@ struct ResponseParameters {
     duration: f64,
 }
 
-/// `coldwire proxy` flags of a data path.
+/// `coldwire proxy` flags of a data path. "+store" and "+tee" make every response a
+/// cacheable miss that is collected in full and then refused by a store smaller than one
+/// object; collapsed forwarding is off (`--collapse-wait 0`) because every request asks
+/// for the same URL and would otherwise wait for the one before it, whose response is
+/// never stored: a convoy that measures collapsing, not the data path.
 fn path_flags(path: &str) -> anyhow::Result<Vec<String>> {
     let flags: &[&str] = match path {
         "copy" => &["--data-path", "copy", "--cache-bytes", "0"],
-        "copy+store" => &["--data-path", "copy", "--cache-bytes", "1"],
+        "copy+store" => &[
+            "--data-path",
+            "copy",
+            "--cache-bytes",
+            "1",
+            "--collapse-wait",
+            "0",
+        ],
         "splice" => &[
             "--data-path",
             "splice",
@@ -89,6 +100,8 @@ fn path_flags(path: &str) -> anyhow::Result<Vec<String>> {
             "1",
             "--cache-bytes",
             "1",
+            "--collapse-wait",
+            "0",
         ],
         other => anyhow::bail!(
             "unknown data path {other:?} in experiments/splice.toml: use copy, copy+store, splice or splice+tee"

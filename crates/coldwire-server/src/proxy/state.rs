@@ -40,6 +40,10 @@ pub struct Client {
     /// The current request waits for another fetch of its key until then (collapsed
     /// forwarding); its head stays in the input.
     pub collapsed_wait: Option<std::time::Instant>,
+    /// While `collapsed_wait` is set: the number of the claim (the leader's fetch) the
+    /// request waits for. Once another claim holds the key, that fetch ended unstored for
+    /// this request, and it goes to the origin itself instead of queueing behind the next.
+    pub collapsed_behind: u64,
     /// The current request's line, for the access log (only when logging).
     pub request_line: Option<Box<super::access::RequestLine>>,
 }

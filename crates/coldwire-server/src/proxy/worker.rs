@@ -244,6 +244,7 @@ impl<D: Driver> Worker<D> {
                     body_blocked: false,
                     request_line: None,
                     collapsed_wait: None,
+                    collapsed_behind: 0,
                 });
                 *self.slot(connection) = Some(Peer::Client(client));
                 self.clients += 1;
