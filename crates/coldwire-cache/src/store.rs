@@ -336,7 +336,8 @@ pub struct Store {
 /// released when dropped, however the fetch ends.
 pub struct Claim {
     store: Arc<Store>,
-    key: String,
+    /// `Box<str>`, not `String`: the claim travels inside every miss's cache work.
+    key: Box<str>,
     number: u64,
 }
 
@@ -365,8 +366,8 @@ impl Drop for Claim {
             .in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if in_flight.get(&self.key) == Some(&self.number) {
-            in_flight.remove(&self.key);
+        if in_flight.get(&*self.key) == Some(&self.number) {
+            in_flight.remove(&*self.key);
         }
     }
 }
@@ -478,7 +479,7 @@ impl Store {
         in_flight.insert(key.to_owned(), number);
         Some(Claim {
             store: self.clone(),
-            key: key.to_owned(),
+            key: key.into(),
             number,
         })
     }
