@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::contenders::{Contender, Running, Target, measure, start};
 use super::origin::{Origin, get};
 use crate::RunContext;
+use crate::bench_result::BenchDocument;
 use crate::figures::{axis, figure, series, short, thousands};
 use crate::serve::{DocumentRoot, Pinning};
 
@@ -117,7 +118,6 @@ pub(crate) fn run_hits(
             let stem = format!("hits-{}-{size}", slug(&name));
             let result = start(contender, &target).and_then(|mut running| {
                 fill(&running, &path, size)?;
-                let before = origin.requests()?;
                 let args = vec![
                     format!("--url=http://{}{path}", running.address),
                     "--rate=max".to_owned(),
@@ -125,18 +125,16 @@ pub(crate) fn run_hits(
                     format!("--warmup={}", parameters.warmup),
                     format!("--duration={}", parameters.duration),
                 ];
-                let timeout =
-                    Duration::from_secs_f64(60.0 + 2.0 * (parameters.warmup + parameters.duration));
-                let measured = measure(
+                let seconds = parameters.warmup + parameters.duration;
+                measure_counting_origin(
                     context,
                     &mut running,
+                    &origin,
                     args,
                     pinning.generator_cpu,
                     &stem,
-                    timeout,
-                )?;
-                let after = origin.requests().ok();
-                Ok((measured, after.map(|after| after.saturating_sub(before))))
+                    seconds,
+                )
             });
             match result {
                 Ok(((document, raw), origin_requests)) => {
@@ -358,7 +356,6 @@ pub(crate) fn run_misses(
             context.progress(&format!("0% hits: {name}, {size}-byte object"));
             let stem = format!("misses-{}-{size}", slug(&name));
             let result = start(contender, &target).and_then(|mut running| {
-                let before = origin.requests()?;
                 let args = vec![
                     format!("--url=http://{}{path}", running.address),
                     format!("--rate={}", parameters.rate),
@@ -367,18 +364,16 @@ pub(crate) fn run_misses(
                     format!("--warmup={}", parameters.warmup),
                     format!("--duration={}", parameters.duration),
                 ];
-                let timeout =
-                    Duration::from_secs_f64(60.0 + 2.0 * (parameters.warmup + parameters.duration));
-                let measured = measure(
+                let seconds = parameters.warmup + parameters.duration;
+                measure_counting_origin(
                     context,
                     &mut running,
+                    &origin,
                     args,
                     pinning.generator_cpu,
                     &stem,
-                    timeout,
-                )?;
-                let after = origin.requests().ok();
-                Ok((measured, after.map(|after| after.saturating_sub(before))))
+                    seconds,
+                )
             });
             match result {
                 Ok(((document, raw), origin_requests)) => {
@@ -503,4 +498,23 @@ pub(crate) fn run_misses(
         parameters.warmup,
         parameters.duration,
     ))
+}
+
+/// One `measure` of `running` (planned to last `seconds`: warm-up plus window), with the
+/// number of requests the origin saw meanwhile (`None` when its counter could not be read
+/// afterwards): 0 proves every measured request was a hit.
+fn measure_counting_origin(
+    context: &RunContext,
+    running: &mut Running,
+    origin: &Origin,
+    args: Vec<String>,
+    generator_cpu: Option<usize>,
+    stem: &str,
+    seconds: f64,
+) -> anyhow::Result<((BenchDocument, String), Option<u64>)> {
+    let before = origin.requests()?;
+    let timeout = Duration::from_secs_f64(60.0 + 2.0 * seconds);
+    let measured = measure(context, running, args, generator_cpu, stem, timeout)?;
+    let after = origin.requests().ok();
+    Ok((measured, after.map(|after| after.saturating_sub(before))))
 }
