@@ -9,10 +9,10 @@
 mod summary;
 mod workers;
 
-use anyhow::{Context, bail, ensure};
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::{ExperimentRecord, RunContext};
+use crate::{ExperimentRecord, RunContext, scenario};
 use workers::{Mode, PointResult};
 
 /// The experiment's name (scenario file stem, results directory).
@@ -45,42 +45,15 @@ struct Parameters {
 
 impl Parameters {
     fn from_scenario(scenario: &serde_json::Value) -> anyhow::Result<Self> {
-        let mut parameters: Parameters =
-            serde_json::from_value(scenario.clone()).map_err(|error| {
-                anyhow::anyhow!(
-                    "the scenario experiments/{NAME}.toml does not fit the {NAME} experiment: \
-                     {error} (keys: workers = [1, 2, 4, ...], connections_per_point = 2000, \
-                     client_threads = 1, repetitions = 3)"
-                )
-            })?;
-        parameters.workers.sort_unstable();
-        parameters.workers.dedup();
-        ensure!(
-            !parameters.workers.is_empty(),
-            "{NAME}: `workers` is empty — list the thread counts to measure, e.g. [1, 2, 4, 8]"
-        );
-        if let Some(&bad) = parameters
-            .workers
-            .iter()
-            .find(|&&count| count == 0 || count > MAX_WORKERS)
-        {
-            bail!("{NAME}: `workers` has {bad}; each count must be 1 to {MAX_WORKERS}");
-        }
-        ensure!(
-            (1..=MAX_CONNECTIONS).contains(&parameters.connections_per_point),
-            "{NAME}: `connections_per_point` is {}; it must be 1 to {MAX_CONNECTIONS}",
-            parameters.connections_per_point
-        );
-        ensure!(
-            (1..=MAX_CLIENT_THREADS).contains(&parameters.client_threads),
-            "{NAME}: `client_threads` is {}; it must be 1 to {MAX_CLIENT_THREADS}",
-            parameters.client_threads
-        );
-        ensure!(
-            (1..=MAX_REPETITIONS).contains(&parameters.repetitions),
-            "{NAME}: `repetitions` is {}; it must be 1 to {MAX_REPETITIONS}",
-            parameters.repetitions
-        );
+        let mut parameters: Parameters = scenario::parameters(NAME, scenario)?;
+        let workers = &mut parameters.workers;
+        scenario::check_list(NAME, "workers", workers, MAX_WORKERS, "[1, 2, 4, 8]")?;
+        let connections = parameters.connections_per_point;
+        scenario::check_count(NAME, "connections_per_point", connections, MAX_CONNECTIONS)?;
+        let threads = parameters.client_threads;
+        scenario::check_count(NAME, "client_threads", threads, MAX_CLIENT_THREADS)?;
+        let repetitions = parameters.repetitions;
+        scenario::check_count(NAME, "repetitions", repetitions, MAX_REPETITIONS)?;
         Ok(parameters)
     }
 }

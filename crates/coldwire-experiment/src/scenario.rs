@@ -69,6 +69,45 @@ pub fn parameters<T: DeserializeOwned>(
     })
 }
 
+/// Sorts and deduplicates the list `key` of experiment `name`'s scenario, and checks it is
+/// not empty and every value is 1 to `max`; `example` shows a good list in the error.
+pub fn check_list<T>(
+    name: &str,
+    key: &str,
+    values: &mut Vec<T>,
+    max: T,
+    example: &str,
+) -> anyhow::Result<()>
+where
+    T: Ord + Copy + std::fmt::Display + From<u8>,
+{
+    values.sort_unstable();
+    values.dedup();
+    anyhow::ensure!(
+        !values.is_empty(),
+        "{name}: `{key}` is empty — list the values to measure, e.g. {example}"
+    );
+    if let Some(&bad) = values
+        .iter()
+        .find(|&&value| value < T::from(1) || value > max)
+    {
+        anyhow::bail!("{name}: `{key}` has {bad}; each value must be 1 to {max}");
+    }
+    Ok(())
+}
+
+/// Checks that the count `key` of experiment `name`'s scenario is 1 to `max`.
+pub fn check_count<T>(name: &str, key: &str, value: T, max: T) -> anyhow::Result<()>
+where
+    T: Ord + Copy + std::fmt::Display + From<u8>,
+{
+    anyhow::ensure!(
+        value >= T::from(1) && value <= max,
+        "{name}: `{key}` is {value}; it must be 1 to {max}"
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,11 +12,11 @@ mod summary;
 
 use std::hint::black_box;
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use coldwire_io::slot_table::LowestFreeBitmap;
 use serde::{Deserialize, Serialize};
 
-use crate::{ExperimentRecord, RunContext};
+use crate::{ExperimentRecord, RunContext, scenario};
 use allocators::{LinearScan, LowestFree, SingleBitmap, XorShift};
 
 /// The experiment's name (scenario file stem, results directory).
@@ -44,38 +44,13 @@ struct Parameters {
 
 impl Parameters {
     fn from_scenario(scenario: &serde_json::Value) -> anyhow::Result<Self> {
-        let mut parameters: Parameters =
-            serde_json::from_value(scenario.clone()).map_err(|error| {
-                anyhow::anyhow!(
-                    "the scenario experiments/{NAME}.toml does not fit the {NAME} experiment: \
-                     {error} (keys: open = [100, 1000, ...], operations = 100000, \
-                     repetitions = 3, seed = 1)"
-                )
-            })?;
-        parameters.open.sort_unstable();
-        parameters.open.dedup();
-        ensure!(
-            !parameters.open.is_empty(),
-            "{NAME}: `open` is empty — list the numbers of open slots to measure, e.g. \
-             [100, 1000, 10000]"
-        );
-        if let Some(&bad) = parameters
-            .open
-            .iter()
-            .find(|&&open| open == 0 || open > MAX_OPEN)
-        {
-            bail!("{NAME}: `open` has {bad}; each value must be 1 to {MAX_OPEN}");
-        }
-        ensure!(
-            (1..=MAX_OPERATIONS).contains(&parameters.operations),
-            "{NAME}: `operations` is {}; it must be 1 to {MAX_OPERATIONS}",
-            parameters.operations
-        );
-        ensure!(
-            (1..=MAX_REPETITIONS).contains(&parameters.repetitions),
-            "{NAME}: `repetitions` is {}; it must be 1 to {MAX_REPETITIONS}",
-            parameters.repetitions
-        );
+        let mut parameters: Parameters = scenario::parameters(NAME, scenario)?;
+        let open = &mut parameters.open;
+        scenario::check_list(NAME, "open", open, MAX_OPEN, "[100, 1000, 10000]")?;
+        let operations = parameters.operations;
+        scenario::check_count(NAME, "operations", operations, MAX_OPERATIONS)?;
+        let repetitions = parameters.repetitions;
+        scenario::check_count(NAME, "repetitions", repetitions, MAX_REPETITIONS)?;
         Ok(parameters)
     }
 }
