@@ -655,9 +655,10 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     }
 
     fn recv_at_most(&mut self, id: ConnectionId, max_bytes: usize) {
-        if let Some(connection) = self.connection_mut(id)
-            && connection.flags & RECV_ARMED == 0
-        {
+        // Also when a receive is already armed (an idle pooled origin connection keeps one
+        // armed to notice a close): the bound applies to the next receive that gets data,
+        // which is then the response head.
+        if let Some(connection) = self.connection_mut(id) {
             connection.recv_limit = u32::try_from(max_bytes.max(1)).unwrap_or(u32::MAX);
         }
         self.recv(id);
