@@ -25,6 +25,10 @@ use std::time::Duration;
 use coldwire_report::{ExperimentRecord, Scale, Table};
 use serde::{Deserialize, Serialize};
 
+mod response;
+
+use response::{ResponseParameters, response_curves, summarise_response};
+
 use crate::RunContext;
 use crate::figures::{axis, figure, machine_load_warning, median, series, short, thousands};
 use crate::peers::contenders::{Contender, Running, Target, measure, start};
@@ -53,21 +57,6 @@ struct Parameters {
     pinning: Option<Pinning>,
 }
 
-/// Response time vs offered rate.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-struct ResponseParameters {
-    /// Object sizes (seed 002 Fig. 9: 8 KiB).
-    object_bytes: Vec<u64>,
-    paths: Vec<String>,
-    connections: u64,
-    start_rate: f64,
-    factor: f64,
-    max_steps: u64,
-    p99_limit_ms: f64,
-    warmup: f64,
-    duration: f64,
-}
 
 /// `coldwire proxy` flags of a data path. "+store" and "+tee" make every response a
 /// cacheable miss that is collected in full and then refused by a store smaller than one
@@ -292,7 +281,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     record.parameters = serde_json::to_value(&parameters)?;
     record.raw_files = raw_files;
     summarise_cpu(&mut record, &parameters, &points);
-    plot_response(&mut record, &curves);
+    summarise_response(&mut record, &curves);
     record.warnings = warnings;
     Ok(record)
 }
@@ -323,97 +312,6 @@ fn measure_point(
     );
     running.stop();
     result
-}
-
-/// One response-time curve: (offered, p50 ms, p99 ms) per step.
-struct Curve {
-    size: u64,
-    path: String,
-    points: Vec<(f64, f64, f64)>,
-    saturation: f64,
-}
-
-fn response_curves(
-    context: &RunContext,
-    response: &ResponseParameters,
-    target: &Target<'_>,
-    pinning: Pinning,
-    raw_files: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) -> Vec<Curve> {
-    let mut curves = Vec::new();
-    for &size in &response.object_bytes {
-        for path in &response.paths {
-            context.progress(&format!(
-                "response time vs rate: {} {path}",
-                size_name(size)
-            ));
-            let stem = format!("response-{size}-{}", path.replace('+', "-"));
-            let args = vec![
-                format!("--url=http://{{}}/{}", DocumentRoot::file_name(size)),
-                "--saturate".to_owned(),
-                format!("--rate={}", response.start_rate),
-                format!("--saturate-factor={}", response.factor),
-                format!("--saturate-steps={}", response.max_steps),
-                format!("--saturate-p99={}", response.p99_limit_ms),
-                "--arrivals=constant".to_owned(),
-                format!("--connections={}", response.connections),
-                format!("--warmup={}", response.warmup),
-                format!("--duration={}", response.duration),
-            ];
-            let timeout = Duration::from_secs_f64(
-                60.0 + response.max_steps as f64 * (response.warmup + response.duration + 6.0),
-            );
-            let contender = match proxy(path) {
-                Ok(contender) => contender,
-                Err(error) => {
-                    warnings.push(format!("{error:#}"));
-                    continue;
-                }
-            };
-            match measure_point(context, &contender, target, args, pinning, &stem, timeout) {
-                Ok((document, raw)) => {
-                    raw_files.push(raw);
-                    raw_files.push(format!("raw/{stem}.txt"));
-                    let Ok(run) = document.run() else { continue };
-                    let points = run
-                        .phases
-                        .iter()
-                        .map(|phase| {
-                            (
-                                phase.offered_rate.unwrap_or(f64::NAN),
-                                phase.latency.corrected.p50_us / 1000.0,
-                                phase.latency.corrected.p99_us / 1000.0,
-                            )
-                        })
-                        .collect();
-                    let saturation = run
-                        .saturation
-                        .as_ref()
-                        .map_or(f64::NAN, |saturation| saturation.saturation_throughput);
-                    context.progress(&format!(
-                        "  saturation throughput {} requests/s",
-                        thousands(saturation)
-                    ));
-                    curves.push(Curve {
-                        size,
-                        path: path.clone(),
-                        points,
-                        saturation,
-                    });
-                }
-                Err(error) => {
-                    let message = format!(
-                        "response time, {} {path} failed: {error:#}",
-                        size_name(size)
-                    );
-                    context.progress(&format!("warning: {message}"));
-                    warnings.push(message);
-                }
-            }
-        }
-    }
-    curves
 }
 
 /// Median over rounds of `cpu_us` of (`size`, `path_index`).
@@ -560,41 +458,4 @@ fn summarise_cpu(record: &mut ExperimentRecord, parameters: &Parameters, points:
          (1 − ratio is the reduction)."
             .to_owned(),
     );
-}
-
-fn plot_response(record: &mut ExperimentRecord, curves: &[Curve]) {
-    let mut sizes: Vec<u64> = curves.iter().map(|curve| curve.size).collect();
-    sizes.dedup();
-    for size in sizes {
-        let mut lines = Vec::new();
-        for curve in curves.iter().filter(|curve| curve.size == size) {
-            lines.push(series(
-                &format!("{} p50", curve.path),
-                curve.points.iter().map(|point| (point.0, point.1)),
-            ));
-            lines.push(series(
-                &format!("{} p99", curve.path),
-                curve.points.iter().map(|point| (point.0, point.2)),
-            ));
-        }
-        record.figures.push(figure(
-            &format!("response-{size}"),
-            &format!("Response time vs offered rate, {} objects, 0% hits", size_name(size)),
-            (size == 8192).then_some("seed 002, Fig. 9"),
-            axis("offered rate", "requests/s", Scale::Linear),
-            axis("response time (corrected)", "ms", Scale::Log),
-            lines,
-            "Each curve ends where the proxy (or the origin and generator sharing the other CPU) saturated.",
-        ));
-        let saturations: Vec<String> = curves
-            .iter()
-            .filter(|curve| curve.size == size)
-            .map(|curve| format!("{} {} requests/s", curve.path, thousands(curve.saturation)))
-            .collect();
-        record.findings.push(format!(
-            "{} objects, highest rate reached before saturating: {}.",
-            size_name(size),
-            saturations.join(", ")
-        ));
-    }
 }
