@@ -2,12 +2,23 @@
 //! for a stored response. Names keep their received spelling; lookups ignore ASCII case.
 //! Values are raw bytes, never re-encoded, so a stored head is replayed as received.
 
+use std::ops::Range;
+
 use coldwire_http::fields::comma_list;
 
-/// Header fields in order; repeated names appear repeatedly.
+/// Header fields in order; repeated names appear repeatedly. All names share one string and
+/// all values one byte buffer (a head of twenty fields is three allocations, not forty).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
-    entries: Vec<(String, Vec<u8>)>,
+    names: String,
+    values: Vec<u8>,
+    /// Each field's name range in `names` and value range in `values`, in order.
+    entries: Vec<(Range<u32>, Range<u32>)>,
+}
+
+/// A buffer offset as stored in an entry (heads are bounded far below 4 GiB).
+fn offset(length: usize) -> u32 {
+    u32::try_from(length).unwrap_or(u32::MAX)
 }
 
 impl Fields {
@@ -16,32 +27,62 @@ impl Fields {
         Fields::default()
     }
 
+    /// No fields, with room for `fields` fields of `bytes` bytes of names and values.
+    pub fn with_capacity(fields: usize, bytes: usize) -> Fields {
+        Fields {
+            names: String::with_capacity(bytes / 2),
+            values: Vec::with_capacity(bytes),
+            entries: Vec::with_capacity(fields),
+        }
+    }
+
     /// Appends a field.
     pub fn push(&mut self, name: &str, value: &[u8]) {
-        self.entries.push((name.to_owned(), value.to_vec()));
+        let name_start = offset(self.names.len());
+        self.names.push_str(name);
+        let value_start = offset(self.values.len());
+        self.values.extend_from_slice(value);
+        self.entries.push((
+            name_start..offset(self.names.len()),
+            value_start..offset(self.values.len()),
+        ));
+    }
+
+    /// How many fields there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// Every field, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.entries
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_slice()))
+        self.entries.iter().map(|(name, value)| {
+            (
+                // Ranges were recorded around whole `&str`s, so they fall on char boundaries.
+                self.names
+                    .get(name.start as usize..name.end as usize)
+                    .unwrap_or(""),
+                self.values
+                    .get(value.start as usize..value.end as usize)
+                    .unwrap_or(b""),
+            )
+        })
     }
 
     /// The first value of `name`.
     pub fn get(&self, name: &str) -> Option<&[u8]> {
-        self.entries
-            .iter()
-            .find(|(field, _)| field.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_slice())
+        self.values(name).next()
     }
 
     /// Every value of `name`, in order.
     pub fn values<'a, 'n>(&'a self, name: &'n str) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
-        self.entries
-            .iter()
+        self.iter()
             .filter(move |(field, _)| field.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_slice())
+            .map(|(_, value)| value)
     }
 
     /// Every member of the comma-separated lists in fields named `name`.
@@ -49,10 +90,19 @@ impl Fields {
         self.values(name).flat_map(comma_list)
     }
 
-    /// Removes every field named `name`.
+    /// Removes every field named `name` (the rest are packed again, so a stored head that is
+    /// refreshed again and again does not grow).
     pub fn remove(&mut self, name: &str) {
-        self.entries
-            .retain(|(field, _)| !field.eq_ignore_ascii_case(name));
+        if self.values(name).next().is_none() {
+            return;
+        }
+        let mut kept = Fields::with_capacity(self.len(), self.values.len());
+        for (field, value) in self.iter() {
+            if !field.eq_ignore_ascii_case(name) {
+                kept.push(field, value);
+            }
+        }
+        *self = kept;
     }
 
     /// Replaces every field named `name` with one field.
@@ -63,8 +113,7 @@ impl Fields {
 
     /// Bytes the fields take when written as `name: value\r\n` lines.
     pub fn wire_len(&self) -> usize {
-        self.entries
-            .iter()
+        self.iter()
             .map(|(name, value)| name.len() + value.len() + 4)
             .sum()
     }
@@ -123,5 +172,26 @@ mod tests {
         assert_eq!(stored.get("content-length"), Some(&b"10"[..]));
         assert_eq!(stored.get("cache-control"), Some(&b"max-age=60"[..]));
         assert_eq!(stored.get("etag"), Some(&b"\"a\""[..]));
+    }
+
+    #[test]
+    fn removing_keeps_the_others_in_order_and_does_not_grow() {
+        let mut fields = Fields::new();
+        fields.push("A", b"1");
+        fields.push("Set-Cookie", b"x=1");
+        fields.push("B", b"2");
+        fields.push("set-cookie", b"y=2");
+        for _ in 0..100 {
+            fields.set("Age", b"12345");
+        }
+        fields.remove("SET-COOKIE");
+        let listed: Vec<(&str, &[u8])> = fields.iter().collect();
+        assert_eq!(
+            listed,
+            vec![("A", &b"1"[..]), ("B", &b"2"[..]), ("Age", &b"12345"[..])]
+        );
+        assert_eq!(fields.len(), 3);
+        assert_eq!(fields.wire_len(), (1 + 1 + 4) + (1 + 1 + 4) + (3 + 5 + 4));
+        assert!(fields.values.len() <= 16, "removed values are not kept");
     }
 }

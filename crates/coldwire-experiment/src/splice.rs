@@ -57,7 +57,6 @@ struct Parameters {
     pinning: Option<Pinning>,
 }
 
-
 /// `coldwire proxy` flags of a data path. "+store" and "+tee" make every response a
 /// cacheable miss that is collected in full and then refused by a store smaller than one
 /// object; collapsed forwarding is off (`--collapse-wait 0`) because every request asks

@@ -213,7 +213,11 @@ fn plot_cpu(record: &mut ExperimentRecord, size: u64, curves: &[&Curve]) {
 /// CPU per request step by step, and splice / copy where both curves have the step.
 fn tabulate_cpu(record: &mut ExperimentRecord, size: u64, curves: &[&Curve]) {
     let copy = curves.iter().find(|curve| curve.path == "copy");
-    let longest = curves.iter().map(|curve| curve.steps.len()).max().unwrap_or(0);
+    let longest = curves
+        .iter()
+        .map(|curve| curve.steps.len())
+        .max()
+        .unwrap_or(0);
     let mut columns = vec!["offered (requests/s)".to_owned()];
     columns.extend(curves.iter().map(|curve| format!("{} (µs)", curve.path)));
     let others: Vec<&&Curve> = curves.iter().filter(|curve| curve.path != "copy").collect();

@@ -51,6 +51,9 @@ pub(super) fn cache_key(destination: &Destination<'_>) -> String {
 }
 
 /// What the cache decided for a request.
+// Returned and matched at once, never stored: boxing `CacheWork` would cost an allocation
+// per miss for nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum CacheDecision {
     /// Answered from the store (or refused with `only-if-cached`).
     Answered(Routed),

@@ -160,7 +160,7 @@ pub fn parse_upstream_response(
     if !matches!(response.parse(input), Ok(httparse::Status::Complete(_))) {
         return Err(HttpError::BadRequest("malformed response head"));
     }
-    let mut fields = Fields::new();
+    let mut fields = Fields::with_capacity(response.headers.len(), head.head_len);
     for field in response.headers.iter() {
         fields.push(field.name, field.value);
     }
@@ -178,7 +178,7 @@ pub fn parse_upstream_response(
 /// fields removed).
 pub fn end_to_end(fields: &Fields) -> Fields {
     let named = connection_named(fields.values("connection"));
-    let mut kept = Fields::new();
+    let mut kept = Fields::with_capacity(fields.len(), fields.wire_len());
     for (name, value) in fields.iter() {
         let bytes = name.as_bytes();
         if is_hop_by_hop(bytes)
