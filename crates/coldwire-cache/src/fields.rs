@@ -27,11 +27,12 @@ impl Fields {
         Fields::default()
     }
 
-    /// No fields, with room for `fields` fields of `bytes` bytes of names and values.
-    pub fn with_capacity(fields: usize, bytes: usize) -> Fields {
+    /// No fields, with room for `fields` fields whose names take `name_bytes` and values
+    /// `value_bytes` (exact sizes keep a stored head from holding spare capacity).
+    pub fn with_capacity(fields: usize, name_bytes: usize, value_bytes: usize) -> Fields {
         Fields {
-            names: String::with_capacity(bytes / 2),
-            values: Vec::with_capacity(bytes),
+            names: String::with_capacity(name_bytes),
+            values: Vec::with_capacity(value_bytes),
             entries: Vec::with_capacity(fields),
         }
     }
@@ -96,7 +97,7 @@ impl Fields {
         if self.values(name).next().is_none() {
             return;
         }
-        let mut kept = Fields::with_capacity(self.len(), self.values.len());
+        let mut kept = Fields::with_capacity(self.len(), self.names.len(), self.values.len());
         for (field, value) in self.iter() {
             if !field.eq_ignore_ascii_case(name) {
                 kept.push(field, value);
@@ -109,6 +110,11 @@ impl Fields {
     pub fn set(&mut self, name: &str, value: &[u8]) {
         self.remove(name);
         self.push(name, value);
+    }
+
+    /// Bytes of all names and of all values.
+    pub fn byte_counts(&self) -> (usize, usize) {
+        (self.names.len(), self.values.len())
     }
 
     /// Bytes the fields take when written as `name: value\r\n` lines.

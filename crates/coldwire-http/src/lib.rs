@@ -69,7 +69,9 @@ pub use request::{Headers, Parsed, RequestHead, parse_request};
 pub use response::{
     connection_header, finish, write_content_length, write_date, write_header, write_status_line,
 };
-pub use response_parse::{ResponseFraming, ResponseHead, parse_response_head};
+pub use response_parse::{
+    ResponseFraming, ResponseHead, ResponseParts, parse_response_head, parse_response_head_with,
+};
 pub use status::Status;
 pub use target::{Target, parse_target, split_target};
 pub use version::Version;

@@ -54,6 +54,26 @@ pub fn parse_response_head(
     input: &[u8],
     request_was_head: bool,
 ) -> Result<Option<ResponseHead>, HttpError> {
+    parse_response_head_with(input, request_was_head, |_| {})
+}
+
+/// The parts of a complete response head that [`ResponseHead`] does not keep, lent to the
+/// visitor of [`parse_response_head_with`].
+#[derive(Debug)]
+pub struct ResponseParts<'h, 'b> {
+    /// The reason phrase as sent (may be empty).
+    pub reason: &'b str,
+    /// Every field as sent, in order.
+    pub fields: &'h [httparse::Header<'b>],
+}
+
+/// [`parse_response_head`] that also lends the reason phrase and the fields to `visit` (in
+/// the same pass, before the framing is checked), for a caller that keeps them — a proxy.
+pub fn parse_response_head_with(
+    input: &[u8],
+    request_was_head: bool,
+    visit: impl FnOnce(ResponseParts<'_, '_>),
+) -> Result<Option<ResponseHead>, HttpError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
     let mut response = httparse::Response::new(&mut fields);
     let head_len = match response.parse(input) {
@@ -62,6 +82,10 @@ pub fn parse_response_head(
         Err(httparse::Error::TooManyHeaders) => return Err(HttpError::TooManyHeaders),
         Err(_) => return Err(HttpError::BadRequest("malformed response head")),
     };
+    visit(ResponseParts {
+        reason: response.reason.unwrap_or(""),
+        fields: &*response.headers,
+    });
     let status = response.code.unwrap_or(0);
     let minor_version = response.version.unwrap_or(1);
     let mut content_length: Option<u64> = None;
@@ -125,6 +149,41 @@ pub fn parse_response_head(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_visitor_gets_reason_and_fields_in_order() {
+        let input = b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nX-A: 1\r\nx-a: 2\r\n\r\nabc";
+        let mut seen = (String::new(), Vec::new());
+        let head = parse_response_head_with(input, false, |parts| {
+            seen.0 = parts.reason.to_owned();
+            seen.1 = parts
+                .fields
+                .iter()
+                .map(|field| (field.name.to_owned(), field.value.to_vec()))
+                .collect();
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(head.status, 404);
+        assert_eq!(head.framing, ResponseFraming::Length(3));
+        assert_eq!(seen.0, "Not Found");
+        assert_eq!(
+            seen.1,
+            vec![
+                ("Content-Length".to_owned(), b"3".to_vec()),
+                ("X-A".to_owned(), b"1".to_vec()),
+                ("x-a".to_owned(), b"2".to_vec()),
+            ]
+        );
+        let mut called = false;
+        let partial = parse_response_head_with(b"HTTP/1.1 200 OK\r\nX: 1\r\n", false, |_| {
+            called = true;
+        });
+        assert!(
+            matches!(partial, Ok(None)) && !called,
+            "no visit before the head is complete"
+        );
+    }
 
     fn parse(input: &str) -> ResponseHead {
         parse_response_head(input.as_bytes(), false)

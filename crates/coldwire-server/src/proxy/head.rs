@@ -12,11 +12,8 @@ use coldwire_cache::{CacheStatus, Fields, StoredResponse};
 use coldwire_http::fields::comma_list;
 use coldwire_http::{
     HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version, connection_header,
-    format_http_date, parse_response_head,
+    format_http_date, parse_response_head_with,
 };
-
-/// Most fields accepted in an origin's response head.
-const MAX_RESPONSE_FIELDS: usize = 100;
 
 fn is_hop_by_hop(name: &[u8]) -> bool {
     const FIXED: [&[u8]; 6] = [
@@ -149,24 +146,25 @@ pub fn parse_upstream_response(
     request_was_head: bool,
     max_bytes: usize,
 ) -> Result<Option<UpstreamResponse>, HttpError> {
-    let Some(head) = parse_response_head(input, request_was_head)? else {
+    let mut kept = None;
+    let parsed = parse_response_head_with(input, request_was_head, |parts| {
+        let name_bytes = parts.fields.iter().map(|field| field.name.len()).sum();
+        let value_bytes = parts.fields.iter().map(|field| field.value.len()).sum();
+        let mut fields = Fields::with_capacity(parts.fields.len(), name_bytes, value_bytes);
+        for field in parts.fields {
+            fields.push(field.name, field.value);
+        }
+        kept = Some((parts.reason.to_owned(), fields));
+    })?;
+    let (Some(head), Some((reason, fields))) = (parsed, kept) else {
         if input.len() > max_bytes {
             return Err(HttpError::HeadTooLarge);
         }
         return Ok(None);
     };
-    let mut raw = [httparse::EMPTY_HEADER; MAX_RESPONSE_FIELDS];
-    let mut response = httparse::Response::new(&mut raw);
-    if !matches!(response.parse(input), Ok(httparse::Status::Complete(_))) {
-        return Err(HttpError::BadRequest("malformed response head"));
-    }
-    let mut fields = Fields::with_capacity(response.headers.len(), head.head_len);
-    for field in response.headers.iter() {
-        fields.push(field.name, field.value);
-    }
     Ok(Some(UpstreamResponse {
         status: head.status,
-        reason: response.reason.unwrap_or("").to_owned(),
+        reason,
         fields,
         framing: head.framing,
         keep_alive: head.keep_alive,
@@ -178,7 +176,8 @@ pub fn parse_upstream_response(
 /// fields removed).
 pub fn end_to_end(fields: &Fields) -> Fields {
     let named = connection_named(fields.values("connection"));
-    let mut kept = Fields::with_capacity(fields.len(), fields.wire_len());
+    let (name_bytes, value_bytes) = fields.byte_counts();
+    let mut kept = Fields::with_capacity(fields.len(), name_bytes, value_bytes);
     for (name, value) in fields.iter() {
         let bytes = name.as_bytes();
         if is_hop_by_hop(bytes)
