@@ -9,9 +9,11 @@
 //!   socket);
 //! - `splice+tee`: splicing, every response tee'd and kept for the store.
 //!
-//! "+store" and "+tee" make every request a cacheable miss: the store's budget is one byte,
-//! smaller than any object, so each response is collected in full and then refused, and the
-//! next request misses again (as in `bench/proxy-data-paths.sh`).
+//! Every request is a distinct miss: its URL ends in `?v={seq}`, which `coldwire bench`
+//! replaces by a per-request counter (the origin ignores the query). With "+store" and
+//! "+tee" each response is collected in full and stored in a 64 MiB store that evicts the
+//! least recently used objects once full — the realistic miss workload (as in
+//! `bench/proxy-data-paths.sh`).
 //!
 //! The proxy runs on the server CPU with one worker; the origin and the generator share the
 //! other CPU. Part one measures the proxy's CPU per request (`--server-pid`) at one fixed
@@ -57,11 +59,13 @@ struct Parameters {
     pinning: Option<Pinning>,
 }
 
-/// `coldwire proxy` flags of a data path. "+store" and "+tee" make every response a
-/// cacheable miss that is collected in full and then refused by a store smaller than one
-/// object; collapsed forwarding is off (`--collapse-wait 0`) because every request asks
-/// for the same URL and would otherwise wait for the one before it, whose response is
-/// never stored: a convoy that measures collapsing, not the data path.
+/// `coldwire proxy` flags of a data path: "+store" and "+tee" store every response (each
+/// request asks for a new URL, so each is a miss; the store evicts the oldest).
+/// The store of the "+store" and "+tee" paths: 64 MiB.
+const STORE_BYTES: &str = "67108864";
+/// Objects up to 2 MiB are stored (the largest measured is 1 MiB).
+const MAX_OBJECT_BYTES: &str = "2097152";
+
 fn path_flags(path: &str) -> anyhow::Result<Vec<String>> {
     let flags: &[&str] = match path {
         "copy" => &["--data-path", "copy", "--cache-bytes", "0"],
@@ -69,9 +73,9 @@ fn path_flags(path: &str) -> anyhow::Result<Vec<String>> {
             "--data-path",
             "copy",
             "--cache-bytes",
-            "1",
-            "--collapse-wait",
-            "0",
+            STORE_BYTES,
+            "--max-object-bytes",
+            MAX_OBJECT_BYTES,
         ],
         "splice" => &[
             "--data-path",
@@ -87,9 +91,9 @@ fn path_flags(path: &str) -> anyhow::Result<Vec<String>> {
             "--splice-threshold",
             "1",
             "--cache-bytes",
-            "1",
-            "--collapse-wait",
-            "0",
+            STORE_BYTES,
+            "--max-object-bytes",
+            MAX_OBJECT_BYTES,
         ],
         other => anyhow::bail!(
             "unknown data path {other:?} in experiments/splice.toml: use copy, copy+store, splice or splice+tee"
@@ -172,7 +176,10 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                 ));
                 let stem = format!("cpu-{size}-{}-r{round}", path.replace('+', "-"));
                 let args = vec![
-                    format!("--url=http://{{}}/{}", DocumentRoot::file_name(size)),
+                    format!(
+                        "--url=http://{{}}/{}?v={{seq}}",
+                        DocumentRoot::file_name(size)
+                    ),
                     format!("--rate={}", parameters.rate),
                     "--arrivals=constant".to_owned(),
                     format!("--connections={}", parameters.connections),
@@ -261,8 +268,8 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
              (all threads, schedstat) over {} s at a fixed open-loop rate of {} requests/s on {} keep-alive \
              connections after {} s of warm-up, for objects of {}; {} round(s), the paths interleaved \
              within each size, a fresh proxy per point. Response time: coldwire bench --saturate from {} \
-             requests/s, ×{} per step, for {} objects. copy+store and splice+tee keep every response for \
-             the store, whose one-byte budget refuses it, so every request misses again.",
+             requests/s, ×{} per step, for {} objects. Every request asks for a new URL (`?v={{seq}}`), so every request misses; copy+store and \
+             splice+tee store every response in a 64 MiB store that evicts the least recently used.",
             pinning.server_cpu.map_or(String::new(), |cpu| format!(", pinned to CPU {cpu}")),
             pinning.generator_cpu.map_or(String::new(), |cpu| format!(", with the generator on CPU {cpu}")),
             parameters.paths.join(", "),

@@ -71,7 +71,10 @@ pub(super) fn response_curves(
             ));
             let stem = format!("response-{size}-{}", path.replace('+', "-"));
             let args = vec![
-                format!("--url=http://{{}}/{}", DocumentRoot::file_name(size)),
+                format!(
+                    "--url=http://{{}}/{}?v={{seq}}",
+                    DocumentRoot::file_name(size)
+                ),
                 "--saturate".to_owned(),
                 format!("--rate={}", response.start_rate),
                 format!("--saturate-factor={}", response.factor),
