@@ -15,6 +15,15 @@
 //! convoy with p99 near a second at 1,200 requests/s). A follower waits at most
 //! `--collapse-wait`; then it goes to the origin itself.
 //!
+//! Hit-for-miss (Varnish's term): when a leader's response will not be stored (not
+//! storable, too large for `--max-object-bytes` or the store, at its head or while its body
+//! streams), the store marks the key for the response's freshness lifetime, else
+//! [`coldwire_cache::HIT_FOR_MISS_DEFAULT`], at most [`coldwire_cache::HIT_FOR_MISS_MAX`];
+//! until then its misses go to the origin at once, in parallel, neither claiming nor
+//! waiting (`Cache-Status: …; detail=hit-for-miss`). A response that is stored clears the
+//! marker. Answers that say nothing about the resource — `304`, `206`, `5xx` — and exchanges
+//! that fail or are cut do not mark: followers go alone that once, later misses collapse.
+//!
 //! Who takes part: `GET` misses without `Range`, `Authorization`, `no-store` or
 //! `no-cache` (their answers could not fill the cache for the others). Stale entries being
 //! revalidated are not collapsed.
@@ -24,7 +33,7 @@
 
 use std::time::{Duration, Instant};
 
-use coldwire_cache::{CacheControl, Claim};
+use coldwire_cache::{CacheControl, Claim, Fields, Freshness, hit_for_miss_lifetime};
 use coldwire_http::RequestHead;
 use coldwire_io::Driver;
 
@@ -40,6 +49,9 @@ pub(super) enum Collapse {
     Lead(Claim),
     /// Go to the origin without a claim (not collapsible, or waited enough).
     Alone,
+    /// Go to the origin without a claim because the key is marked hit-for-miss: its last
+    /// leader's response was not storable.
+    HitForMiss,
     /// Wait for the fetch that holds the claim.
     Wait,
 }
@@ -68,6 +80,9 @@ impl<D: Driver> Worker<D> {
         if self.config.collapse_wait.is_zero() || !collapsible(head, directives) {
             return Collapse::Alone;
         }
+        if store.is_hit_for_miss(key, self.wall_clock) {
+            return Collapse::HitForMiss;
+        }
         let now = self.driver.now();
         match (store.claim(key), client.collapsed_wait) {
             (Some(claim), None) => Collapse::Lead(claim),
@@ -91,6 +106,30 @@ impl<D: Driver> Worker<D> {
                 Collapse::Wait
             }
         }
+    }
+
+    /// A leader's response will not be stored (`fields` are its head's, `None` when the
+    /// body outgrew the limits mid-stream): the claim is released, so its followers go to
+    /// the origin themselves, and the key is marked hit-for-miss so that later misses do
+    /// too, at once — unless the answer says nothing about the resource's cacheability: a
+    /// `304` or `206` (answers to the client's conditionals or range) or a `5xx` (a
+    /// failing origin; parallel misses would pile onto it).
+    pub(super) fn leader_not_stored(&self, claim: Claim, status: u16, fields: Option<&Fields>) {
+        let Some(store) = self.store.as_ref() else {
+            return;
+        };
+        if matches!(status, 304 | 206) || status >= 500 {
+            return;
+        }
+        let lifetime = fields.map_or(std::time::Duration::ZERO, |fields| {
+            Freshness::of(status, fields, self.wall_clock).lifetime
+        });
+        store.mark_hit_for_miss(
+            claim.key(),
+            self.wall_clock + hit_for_miss_lifetime(lifetime),
+        );
+        // Marked first, released second: a follower that re-routes finds the marker.
+        drop(claim);
     }
 
     /// A waiting request's poll: route it again (a hit now, or forward, or wait more).

@@ -222,13 +222,19 @@ impl<D: Driver> Worker<D> {
                     Storability::No(reason) => status.detail = Some(reason),
                 }
             }
+            if exchange.cache.hit_for_miss {
+                status.detail = Some("hit-for-miss");
+            }
             exchange.log_cache = status.log_token();
             cache_status = Some(status);
         }
         exchange.upstream_time = self.wall_clock.duration_since(exchange.request_time).ok();
-        if fill.is_none() {
-            // Not stored: requests waiting for this response go to the origin themselves.
-            exchange.cache.claim = None;
+        if fill.is_none()
+            && let Some(claim) = exchange.cache.claim.take()
+        {
+            // Not stored: requests waiting for this response go to the origin themselves,
+            // and so do later misses of the key for a while (hit-for-miss).
+            self.leader_not_stored(claim, response.status, Some(&response.fields));
         }
         let rechunk = response.framing == ResponseFraming::UntilClose
             && exchange.version == Version::Http11
@@ -373,6 +379,12 @@ impl<D: Driver> Worker<D> {
             let mut last = self.driver.take_vec();
             coldwire_http::write_last_chunk(&mut last);
             self.driver.send(client.session.id, Chunk::Owned(last));
+        }
+        if progress.fill.is_none()
+            && let Some(claim) = exchange.cache.claim
+        {
+            // The body outgrew what may be stored while it streamed.
+            self.leader_not_stored(claim, progress.status, None);
         }
         if let (Some((fill, fields)), Some(store)) = (progress.fill, self.store.as_ref()) {
             let request_fields = &exchange.cache.request_fields;
