@@ -22,6 +22,7 @@ pub mod freshness;
 pub mod status;
 pub mod store;
 pub mod vary;
+mod wakeups;
 
 pub use cache_control::CacheControl;
 pub use fields::Fields;

@@ -30,6 +30,7 @@ use crate::cache_control::CacheControl;
 use crate::fields::Fields;
 use crate::freshness::{Freshness, corrected_initial_age, current_age};
 use crate::vary::VaryKey;
+use crate::wakeups::Wakeups;
 
 /// Most variants kept per URI; inserting another drops the oldest.
 pub const MAX_VARIANTS: usize = 8;
@@ -413,10 +414,20 @@ pub struct Store {
     evicted: AtomicU64,
     hit_for_miss: AtomicU64,
     /// Keys some worker is fetching from the origin right now (see [`Claim`]), each with
-    /// the number of the claim holding it (claims are numbered from 1).
-    in_flight: Mutex<HashMap<String, u64>>,
+    /// the claim holding it and the workers with requests waiting for it.
+    in_flight: Mutex<HashMap<String, InFlight>>,
     /// The last claim number handed out.
     claims: AtomicU64,
+    /// How workers with waiting requests are told their claims were released.
+    wakeups: Wakeups,
+}
+
+/// One claimed key.
+struct InFlight {
+    /// The claim's number (claims are numbered from 1).
+    number: u64,
+    /// Workers (by index) with requests waiting for this claim: woken when it is released.
+    waiting: Vec<usize>,
 }
 
 /// "I am fetching this key from the origin": held by the one exchange (or background
@@ -448,14 +459,19 @@ impl Claim {
 }
 
 impl Drop for Claim {
+    /// Releases the key, and wakes the workers with requests waiting for this claim.
     fn drop(&mut self) {
-        let mut in_flight = self
-            .store
-            .in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if in_flight.get(&*self.key) == Some(&self.number) {
-            in_flight.remove(&*self.key);
+        let mut in_flight = self.store.in_flight();
+        let waiting = match in_flight.get(&*self.key) {
+            Some(entry) if entry.number == self.number => in_flight
+                .remove(&*self.key)
+                .map(|entry| entry.waiting)
+                .unwrap_or_default(),
+            _ => return,
+        };
+        drop(in_flight);
+        if !waiting.is_empty() {
+            self.store.wakeups.released(self.number, &waiting);
         }
     }
 }
@@ -479,6 +495,7 @@ impl Store {
             hit_for_miss: AtomicU64::new(0),
             in_flight: Mutex::new(HashMap::new()),
             claims: AtomicU64::new(0),
+            wakeups: Wakeups::default(),
         }
     }
 
@@ -598,17 +615,24 @@ impl Store {
         }
     }
 
+    fn in_flight(&self) -> MutexGuard<'_, HashMap<String, InFlight>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Claims `key` for one fetch from the origin; `None` when someone already holds it.
     pub fn claim(self: &Arc<Self>, key: &str) -> Option<Claim> {
-        let mut in_flight = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut in_flight = self.in_flight();
         if in_flight.contains_key(key) {
             return None;
         }
         let number = self.claims.fetch_add(1, Ordering::Relaxed) + 1;
-        in_flight.insert(key.to_owned(), number);
+        let entry = InFlight {
+            number,
+            waiting: Vec::new(),
+        };
+        in_flight.insert(key.to_owned(), entry);
         Some(Claim {
             store: self.clone(),
             key: key.into(),
@@ -624,11 +648,33 @@ impl Store {
     /// The number of the claim holding `key`, if any: a waiter that remembers it can tell
     /// "the fetch I wait for still runs" from "another fetch claimed the key since".
     pub fn claim_holder(&self, key: &str) -> Option<u64> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(key)
-            .copied()
+        self.in_flight().get(key).map(|entry| entry.number)
+    }
+
+    /// A request on worker `worker` waits for the claim holding `key`: returns the claim's
+    /// number, and that worker will be woken (see [`Store::register_worker`]) with the
+    /// number in its [`Store::take_released`] once the claim is released. `None` when no
+    /// claim holds the key (it was released meanwhile: route the request again).
+    pub fn follow(&self, key: &str, worker: usize) -> Option<u64> {
+        let mut in_flight = self.in_flight();
+        let entry = in_flight.get_mut(key)?;
+        if !entry.waiting.contains(&worker) {
+            entry.waiting.push(worker);
+        }
+        Some(entry.number)
+    }
+
+    /// Registers how worker `worker` is woken when a claim its requests follow is released
+    /// (any thread may call `wake`; the proxy passes its event loop's waker). A worker that
+    /// never registers is not woken: its waiting requests must poll.
+    pub fn register_worker(&self, worker: usize, wake: impl Fn() + Send + Sync + 'static) {
+        self.wakeups.register(worker, Box::new(wake));
+    }
+
+    /// Moves into `into` the numbers of the claims released since the last call that
+    /// requests on worker `worker` followed.
+    pub fn take_released(&self, worker: usize, into: &mut Vec<u64>) {
+        self.wakeups.take(worker, into);
     }
 
     /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
@@ -846,6 +892,35 @@ mod tests {
             hit_for_miss_lifetime(Duration::from_secs(86_400)),
             HIT_FOR_MISS_MAX
         );
+    }
+
+    #[test]
+    fn releasing_a_claim_wakes_the_workers_that_follow_it() {
+        use std::sync::atomic::AtomicUsize;
+        let store = Arc::new(Store::new(StoreConfig::default()));
+        let woken: Arc<[AtomicUsize; 2]> = Arc::default();
+        for worker in 0..2 {
+            let woken = woken.clone();
+            store.register_worker(worker, move || {
+                woken[worker].fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        let claim = store.claim("http://a/").expect("first claim");
+        let number = claim.number();
+        assert_eq!(store.follow("http://a/", 1), Some(number));
+        assert_eq!(store.follow("http://a/", 1), Some(number));
+        assert_eq!(store.follow("http://b/", 0), None, "nothing to wait for");
+        drop(claim);
+        let counts: Vec<usize> = woken.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+        assert_eq!(counts, [0, 1], "the follower's worker, once");
+        let mut released = Vec::new();
+        store.take_released(1, &mut released);
+        assert_eq!(released, [number]);
+        assert_eq!(store.follow("http://a/", 1), None, "released");
+        // A claim nobody followed wakes nobody.
+        drop(store.claim("http://a/"));
+        let counts: Vec<usize> = woken.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+        assert_eq!(counts, [0, 1]);
     }
 
     #[test]

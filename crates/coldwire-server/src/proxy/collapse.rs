@@ -1,8 +1,9 @@
 //! Collapsed forwarding: concurrent misses for one cache key send one request to the
 //! origin. The first miss takes the store's [`Claim`] on the key (the leader) and goes
 //! forward; a miss that finds the key claimed — by an exchange of any worker — waits
-//! (the follower): its request stays unconsumed in its input, and every
-//! [`POLL`] its timer re-routes it. Once the leader's response is stored, the re-routed
+//! (the follower): its request stays unconsumed in its input, and is re-routed when the
+//! leader releases the claim (see "Wake-ups" below), or at the latest by its [`POLL`]
+//! timer. Once the leader's response is stored, the re-routed
 //! request is a hit (`Cache-Status: …; hit; …; detail=collapsed`). The leader releases the
 //! claim as soon as its response turns out not to be storable (at its head), or when its
 //! exchange ends in any way (stored, failed, cut): a follower that then still misses goes
@@ -28,20 +29,39 @@
 //! `no-cache` (their answers could not fill the cache for the others). Stale entries being
 //! revalidated are not collapsed.
 //!
-//! Polling (not a wake-up from the leader) because leader and followers may be on
-//! different workers; the cost is one re-parse per waiting request per poll.
+//! Wake-ups: leader and followers may be on different workers. A follower registers its
+//! worker with the claim ([`coldwire_cache::Store::follow`]) and is listed in the worker's
+//! [`Parked`] under the claim's number; releasing the claim (stored, refused at the head,
+//! failed, cut — whichever thread drops it) puts the number in the mailbox of every
+//! registered worker and wakes its loop through its `Waker` (registered by the worker at
+//! start); on `Completion::Woken` the worker re-routes the requests parked on the released
+//! claims at once. The [`POLL`] stays as a fallback (a request still writing earlier
+//! pipelined answers when woken, a claim released before the follower registered) and
+//! for the `--collapse-wait` deadline; each poll costs one re-parse of the waiting request.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use coldwire_cache::{CacheControl, Claim, Fields, Freshness, hit_for_miss_lifetime};
 use coldwire_http::RequestHead;
-use coldwire_io::Driver;
+use coldwire_io::{ConnectionId, Driver};
 
 use super::state::Client;
 use super::worker::{Step, Worker};
+use crate::session::Phase;
 
 /// How often a waiting request looks again.
 pub(super) const POLL: Duration = Duration::from_millis(10);
+
+/// A worker's waiting requests, by the number of the claim each waits for; entries of
+/// requests that stopped waiting (routed by their poll, closed) are dropped when the claim
+/// is released.
+#[derive(Default)]
+pub(super) struct Parked {
+    by_claim: HashMap<u64, Vec<ConnectionId>>,
+    /// Numbers of released claims, taken from the store (kept to reuse its allocation).
+    released: Vec<u64>,
+}
 
 /// What a miss does about other fetches of its key.
 pub(super) enum Collapse {
@@ -98,7 +118,15 @@ impl<D: Driver> Worker<D> {
                         return Collapse::Alone;
                     }
                     Some(_) => {}
-                    None => client.collapsed_behind = holder.unwrap_or(0),
+                    None => {
+                        // Registered with the claim: its release wakes this worker.
+                        let followed = store.follow(key, self.index);
+                        client.collapsed_behind = followed.unwrap_or(0);
+                        if let Some(number) = followed {
+                            let ids = self.parked.by_claim.entry(number).or_default();
+                            ids.push(client.session.id);
+                        }
+                    }
                 }
                 let deadline = waiting.unwrap_or(now + self.config.collapse_wait);
                 client.collapsed_wait = Some(deadline);
@@ -135,6 +163,37 @@ impl<D: Driver> Worker<D> {
     /// A waiting request's poll: route it again (a hit now, or forward, or wait more).
     pub(super) fn collapsed_poll(&mut self, client: &mut Client) -> Step {
         self.process(client)
+    }
+
+    /// The loop was woken: routes again, at once, the requests waiting for claims that
+    /// were released (instead of at their next poll). A request still writing earlier
+    /// answers is left to the poll that follows its write.
+    pub(super) fn wake_followers(&mut self) {
+        let Some(store) = self.store.as_ref() else {
+            return;
+        };
+        let mut released = std::mem::take(&mut self.parked.released);
+        store.take_released(self.index, &mut released);
+        for number in released.drain(..) {
+            let Some(ids) = self.parked.by_claim.remove(&number) else {
+                continue;
+            };
+            for id in ids {
+                let Some(mut client) = self.take_client(id) else {
+                    continue;
+                };
+                let waiting = client.collapsed_wait.is_some()
+                    && client.collapsed_behind == number
+                    && client.session.phase != Phase::Writing;
+                let step = if waiting {
+                    self.collapsed_poll(&mut client)
+                } else {
+                    Step::Keep
+                };
+                self.put_client(client, step);
+            }
+        }
+        self.parked.released = released;
     }
 }
 
