@@ -380,18 +380,13 @@ impl<D: Driver> Worker<D> {
             coldwire_http::write_last_chunk(&mut last);
             self.driver.send(client.session.id, Chunk::Owned(last));
         }
-        if progress.fill.is_none()
-            && let Some(claim) = exchange.cache.claim
-        {
-            // The body outgrew what may be stored while it streamed.
-            self.leader_not_stored(claim, progress.status, None);
-        }
+        let mut stored = false;
         if let (Some((fill, fields)), Some(store)) = (progress.fill, self.store.as_ref()) {
             let request_fields = &exchange.cache.request_fields;
             let vary = VaryKey::new(&fields, |name: &str| {
                 request_fields.values(name).collect::<Vec<_>>()
             });
-            fill.finish(
+            stored = fill.finish(
                 store,
                 progress.status,
                 fields,
@@ -399,6 +394,10 @@ impl<D: Driver> Worker<D> {
                 exchange.request_time,
                 self.wall_clock,
             );
+        }
+        if !stored && let Some(claim) = exchange.cache.claim {
+            // The body outgrew what may be stored while it streamed, or the store refused it.
+            self.leader_not_stored(claim, progress.status, None);
         }
         if let Some(mut origin) = origin {
             self.driver.cancel_timer(origin.id);
