@@ -686,17 +686,28 @@ impl Store {
         }
     }
 
+    /// The largest body that could ever be stored under `key`: the per-object limit, or
+    /// less when a shard's share of the budget (minus the key and the fixed overhead) is
+    /// smaller — a tiny `--cache-bytes` stores nothing, so nothing need be collected.
+    pub fn body_limit(&self, key: &str) -> u64 {
+        let shard_room = self
+            .shard_capacity()
+            .saturating_sub(OBJECT_OVERHEAD + key.len() as u64);
+        self.config.max_object.min(shard_room)
+    }
+
     /// Starts collecting a response for the store, unless its announced length is already
-    /// over the per-object limit.
+    /// over what could ever be stored under the key ([`Store::body_limit`]).
     pub fn begin_fill(&self, key: String, announced_length: Option<u64>) -> Option<Fill> {
-        if announced_length.is_some_and(|length| length > self.config.max_object) {
+        let limit = self.body_limit(&key);
+        if announced_length.is_some_and(|length| length > limit) {
             return None;
         }
         Some(Fill {
             key,
             body: Vec::new(),
             length: 0,
-            limit: self.config.max_object,
+            limit,
         })
     }
 
@@ -725,6 +736,7 @@ impl Store {
 /// A response body being collected for the store while it streams to the client. It
 /// becomes a stored object only through [`Fill::finish`], called once the whole body has
 /// arrived; dropping it (the response ended early, or grew past the limit) stores nothing.
+/// Its limit is [`Store::body_limit`]: once past it, nothing more is collected.
 #[derive(Debug)]
 pub struct Fill {
     key: String,
@@ -734,8 +746,13 @@ pub struct Fill {
 }
 
 impl Fill {
-    /// Adds a piece of body. Returns false once the body is over the per-object limit; the
-    /// caller then drops the fill.
+    /// Whether `more` body bytes would still fit under the limit.
+    pub fn fits(&self, more: u64) -> bool {
+        self.length.saturating_add(more) <= self.limit
+    }
+
+    /// Adds a piece of body. Returns false once the body is over the limit (the pieces
+    /// collected so far are freed); the caller then drops the fill.
     pub fn push(&mut self, piece: Bytes) -> bool {
         self.length += piece.len() as u64;
         if self.length > self.limit {
@@ -808,6 +825,14 @@ mod tests {
             capacity,
             max_object: 10_000,
             shards: 1,
+        })
+    }
+
+    /// A store with the default object limit and shards, and `capacity` bytes.
+    fn store_with(capacity: u64) -> Store {
+        Store::new(StoreConfig {
+            capacity,
+            ..StoreConfig::default()
         })
     }
 
@@ -997,6 +1022,25 @@ mod tests {
         let mut fill = store.begin_fill("big".into(), None).unwrap();
         assert!(fill.push(Bytes::from(vec![0; 6000])));
         assert!(!fill.push(Bytes::from(vec![0; 6000])));
+    }
+
+    #[test]
+    fn nothing_is_collected_that_no_shard_could_hold() {
+        // Objects up to 10,000 bytes, but a budget of 2,000: a shard holds less.
+        let store = store(2_000);
+        let limit = store.body_limit("k");
+        assert!(limit < 2_000);
+        assert!(store.begin_fill("k".into(), Some(limit + 1)).is_none());
+        assert!(store.insert("k", response(limit as usize / 2, VaryKey::default())));
+        let mut fill = store.begin_fill("k".into(), None).expect("unknown length");
+        assert!(fill.fits(limit));
+        assert!(fill.push(Bytes::from(vec![0; limit as usize])));
+        assert!(!fill.fits(1));
+        assert!(!fill.push(Bytes::from(vec![0; 1])), "past the limit");
+        // `--cache-bytes 1`: nothing at all.
+        let tiny = store_with(1);
+        assert_eq!(tiny.body_limit("k"), 0);
+        assert!(tiny.begin_fill("k".into(), Some(1)).is_none());
     }
 
     #[test]

@@ -492,11 +492,6 @@ impl<D: Driver> Worker<D> {
     fn plan_splice(&mut self, client: &mut Client) -> bool {
         let allowed = self.splice_allowed(client);
         let threshold = self.config.splice_threshold.max(1);
-        let max_object = self
-            .config
-            .cache
-            .as_ref()
-            .map_or(u64::MAX, |cache| cache.max_object);
         let Some(progress) = client
             .exchange
             .as_mut()
@@ -519,7 +514,7 @@ impl<D: Driver> Worker<D> {
         if progress
             .fill
             .as_ref()
-            .is_some_and(|(fill, _)| fill.len().saturating_add(pending) > max_object)
+            .is_some_and(|(fill, _)| !fill.fits(pending))
         {
             progress.fill = None;
         }
