@@ -5,11 +5,12 @@
 #   copy+store  --data-path copy, every response collected for the store (a copy more)
 #   splice      --data-path splice --splice-threshold 1, cache off (socket → pipe → socket)
 #   splice+tee  --data-path splice, every response tee'd and collected for the store
-# "+store" and "+tee" make every request a cacheable miss: the store's budget is smaller
-# than one object (--cache-bytes 1), so each response is collected in full and then
-# refused by the store, and the next request misses again. Collapsed forwarding is off
-# for them (--collapse-wait 0): every request asks for the same URL and would otherwise
-# queue behind the one before it, whose response is never stored.
+# Every request is a distinct cacheable miss: the URL ends in `?v={seq}`, which
+# `coldwire bench` replaces by a per-request counter (the origin ignores the query). With
+# "+store" and "+tee" each response is collected in full and stored in a store of
+# CACHE_BYTES (64 MiB), which evicts least recently used objects once full: the realistic
+# miss workload. (A store smaller than one object no longer works for this: it refuses
+# such responses at their head and collects nothing.)
 #
 # Proxy pinned to CPU 0 (one worker); the origin (`coldwire serve`) and the load generator
 # (`coldwire bench`, open-loop, constant rate, keep-alive) share CPU 1. The proxy's CPU is
@@ -21,7 +22,8 @@
 #
 # Usage: RATE=1000 DURATION=10 ROUNDS=3 bench/proxy-data-paths.sh
 # Environment: RATE (requests/s, 1000), DURATION (s, 10), WARMUP (s, 2), ROUNDS (3),
-#   CONNECTIONS (50), COLDWIRE (target/release/coldwire), MACHINE, PROXY_CPU (0),
+#   CONNECTIONS (50), CACHE_BYTES (67108864), COLDWIRE (target/release/coldwire), MACHINE,
+#   PROXY_CPU (0),
 #   CLIENT_CPU (1), SIZES (space-separated, "4k 16k 64k 256k 1024k"), OUT (output directory).
 # Output: results/<date>-<machine>/proxy-data-paths/{results.csv,summary.md,raw/}
 set -euo pipefail
@@ -31,6 +33,7 @@ DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-50}
+CACHE_BYTES=${CACHE_BYTES:-67108864}
 MACHINE=${MACHINE:-$(hostname -s)}
 PROXY_CPU=${PROXY_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -81,9 +84,9 @@ sleep 0.5
 variant_flags() {
     case $1 in
         copy) echo "--data-path copy --cache-bytes 0" ;;
-        copy+store) echo "--data-path copy --cache-bytes 1 --max-object-bytes 2097152 --collapse-wait 0" ;;
+        copy+store) echo "--data-path copy --cache-bytes $CACHE_BYTES --max-object-bytes 2097152" ;;
         splice) echo "--data-path splice --splice-threshold 1 --cache-bytes 0" ;;
-        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes 1 --max-object-bytes 2097152 --collapse-wait 0" ;;
+        splice+tee) echo "--data-path splice --splice-threshold 1 --cache-bytes $CACHE_BYTES --max-object-bytes 2097152" ;;
     esac
 }
 
@@ -101,7 +104,7 @@ for round in $(seq 1 "$ROUNDS"); do
                 sleep 0.1
             done
             json="$RAW/bench-$round-$size-$variant.json"
-            taskset -c "$CLIENT_CPU" "$COLDWIRE" bench --url "http://127.0.0.1:$PROXY_PORT/$size" \
+            taskset -c "$CLIENT_CPU" "$COLDWIRE" bench --url "http://127.0.0.1:$PROXY_PORT/$size?v={seq}" \
                 --rate "$RATE" --duration "$DURATION" --warmup "$WARMUP" \
                 --connections "$CONNECTIONS" --server-pid "$PROXY_PID" --json "$json" --quiet \
                 --server-stats "http://127.0.0.1:$ADMIN_PORT/stats" \

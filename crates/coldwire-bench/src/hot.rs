@@ -105,16 +105,11 @@ impl<D: Driver> Engine<D> {
         } = pending;
         let limit = self.config.requests_per_connection;
         let timeout = self.config.timeout;
-        let prepared = &self.targets[target];
         let Some(Slot::Hot(hot)) = self.slots.get_mut(id.index()) else {
             return;
         };
         let last = limit != 0 && hot.served + 1 >= limit;
-        let bytes = if last {
-            prepared.close.clone()
-        } else {
-            prepared.keep_alive.clone()
-        };
+        let bytes = self.targets[target].next_request(last);
         let sent = Instant::now();
         hot.request = Some(Request {
             intended,

@@ -22,10 +22,14 @@ pub mod freshness;
 pub mod status;
 pub mod store;
 pub mod vary;
+mod wakeups;
 
 pub use cache_control::CacheControl;
 pub use fields::Fields;
 pub use freshness::{Freshness, Storability, current_age, storability};
 pub use status::{CacheStatus, Forward};
-pub use store::{Claim, Fill, Lookup, Store, StoreConfig, StoreCounters, StoredResponse};
+pub use store::{
+    Claim, Fill, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, Store, StoreConfig, StoreCounters,
+    StoredResponse, hit_for_miss_lifetime,
+};
 pub use vary::VaryKey;

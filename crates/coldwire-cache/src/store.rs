@@ -11,6 +11,11 @@
 //!   `Bytes` without copying; replacing or evicting an object never disturbs a response
 //!   already being sent from it.
 //! - Only complete responses are stored (see [`Fill`]).
+//! - A key whose last leader's response was not storable carries a *hit-for-miss* marker
+//!   (Varnish's term; see [`Store::mark_hit_for_miss`]): later misses of it go to the origin
+//!   in parallel instead of waiting for one leader. A marker lives in its key's node, is
+//!   charged against the budget ([`MARKER_SIZE`] plus the key) and evicted with it, ends
+//!   at its deadline, and is cleared when a response is stored under the key.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -25,12 +30,34 @@ use crate::cache_control::CacheControl;
 use crate::fields::Fields;
 use crate::freshness::{Freshness, corrected_initial_age, current_age};
 use crate::vary::VaryKey;
+use crate::wakeups::Wakeups;
 
 /// Most variants kept per URI; inserting another drops the oldest.
 pub const MAX_VARIANTS: usize = 8;
 
 /// Fixed overhead charged per stored object besides its head and body.
 const OBJECT_OVERHEAD: u64 = 256;
+
+/// Bytes charged for a hit-for-miss marker besides its key.
+pub const MARKER_SIZE: u64 = 128;
+
+/// How long a key stays hit-for-miss when the response that was not stored gave no
+/// freshness lifetime (Varnish's default for uncacheable responses is the same 2 minutes).
+pub const HIT_FOR_MISS_DEFAULT: Duration = Duration::from_secs(120);
+
+/// The longest a key stays hit-for-miss, whatever freshness lifetime the response gave.
+pub const HIT_FOR_MISS_MAX: Duration = Duration::from_secs(600);
+
+/// How long a key stays hit-for-miss after a response with this freshness `lifetime` was
+/// not stored: the lifetime if it had one, else [`HIT_FOR_MISS_DEFAULT`], at most
+/// [`HIT_FOR_MISS_MAX`].
+pub fn hit_for_miss_lifetime(lifetime: Duration) -> Duration {
+    if lifetime.is_zero() {
+        HIT_FOR_MISS_DEFAULT
+    } else {
+        lifetime.min(HIT_FOR_MISS_MAX)
+    }
+}
 
 const NONE: usize = usize::MAX;
 
@@ -183,11 +210,18 @@ pub struct StoreCounters {
     pub bytes: u64,
     /// Objects held now.
     pub objects: u64,
+    /// Keys marked hit-for-miss now (their misses go to the origin without collapsing).
+    pub hit_for_miss_keys: u64,
+    /// Misses sent to the origin at once, without claiming or waiting, because their key
+    /// was marked hit-for-miss.
+    pub hit_for_miss: u64,
 }
 
 struct Node {
     key: String,
     variants: Vec<Arc<StoredResponse>>,
+    /// Until when misses of the key are not collapsed (hit-for-miss).
+    hit_for_miss_until: Option<SystemTime>,
     size: u64,
     prev: usize,
     next: usize,
@@ -202,6 +236,7 @@ struct Shard {
     tail: usize,
     bytes: u64,
     objects: u64,
+    markers: u64,
 }
 
 impl Shard {
@@ -252,6 +287,9 @@ impl Shard {
         let key = std::mem::take(&mut node.key);
         let objects = node.variants.len() as u64;
         node.variants.clear();
+        if node.hit_for_miss_until.take().is_some() {
+            self.markers -= 1;
+        }
         self.bytes -= node.size;
         self.objects -= objects;
         node.size = 0;
@@ -260,14 +298,16 @@ impl Shard {
         objects
     }
 
-    fn insert(&mut self, key: String, response: Arc<StoredResponse>, capacity: u64) -> u64 {
-        let size = response.size() + key.len() as u64;
-        let slot = match self.index.get(&key) {
+    /// The slot of `key`'s node, created empty if there is none, as the most recently
+    /// used.
+    fn node_for(&mut self, key: &str) -> usize {
+        let slot = match self.index.get(key) {
             Some(&slot) => slot,
             None => {
                 let node = Node {
-                    key: key.clone(),
+                    key: key.to_owned(),
                     variants: Vec::new(),
+                    hit_for_miss_until: None,
                     size: 0,
                     prev: NONE,
                     next: NONE,
@@ -282,12 +322,50 @@ impl Shard {
                         self.nodes.len() - 1
                     }
                 };
-                self.index.insert(key.clone(), slot);
+                self.index.insert(key.to_owned(), slot);
                 self.push_front(slot);
                 slot
             }
         };
         self.touch(slot);
+        slot
+    }
+
+    /// Evicts least recently used keys until the shard is within `capacity`; returns the
+    /// objects evicted.
+    fn evict_to(&mut self, capacity: u64) -> u64 {
+        let mut evicted = 0;
+        while self.bytes > capacity && self.tail != NONE {
+            evicted += self.remove_slot(self.tail);
+        }
+        evicted
+    }
+
+    /// Takes `slot`'s hit-for-miss marker off (and its charge); false when it had none.
+    fn unmark(&mut self, slot: usize) -> bool {
+        let node = &mut self.nodes[slot];
+        if node.hit_for_miss_until.take().is_none() {
+            return false;
+        }
+        let charge = MARKER_SIZE + node.key.len() as u64;
+        node.size -= charge;
+        self.bytes -= charge;
+        self.markers -= 1;
+        true
+    }
+
+    /// Ends `slot`'s hit-for-miss marker; a node left with nothing is removed.
+    fn clear_marker(&mut self, slot: usize) {
+        if self.unmark(slot) && self.nodes[slot].variants.is_empty() {
+            self.remove_slot(slot);
+        }
+    }
+
+    fn insert(&mut self, key: String, response: Arc<StoredResponse>, capacity: u64) -> u64 {
+        let size = response.size() + key.len() as u64;
+        let slot = self.node_for(&key);
+        // A storable response ends hit-for-miss: misses collapse again.
+        self.unmark(slot);
         let node = &mut self.nodes[slot];
         let mut removed_bytes = 0;
         let mut removed_objects = 0;
@@ -308,11 +386,21 @@ impl Shard {
         node.size = node.size - removed_bytes + size;
         self.bytes = self.bytes - removed_bytes + size;
         self.objects = self.objects - removed_objects + 1;
-        let mut evicted = 0;
-        while self.bytes > capacity && self.tail != NONE {
-            evicted += self.remove_slot(self.tail);
+        self.evict_to(capacity)
+    }
+
+    /// Marks `key` hit-for-miss until `until` (replacing an earlier deadline); returns the
+    /// objects evicted to make room.
+    fn mark(&mut self, key: &str, until: SystemTime, capacity: u64) -> u64 {
+        let slot = self.node_for(key);
+        let node = &mut self.nodes[slot];
+        if node.hit_for_miss_until.replace(until).is_none() {
+            let charge = MARKER_SIZE + key.len() as u64;
+            node.size += charge;
+            self.bytes += charge;
+            self.markers += 1;
         }
-        evicted
+        self.evict_to(capacity)
     }
 }
 
@@ -324,11 +412,22 @@ pub struct Store {
     missed: AtomicU64,
     stored: AtomicU64,
     evicted: AtomicU64,
+    hit_for_miss: AtomicU64,
     /// Keys some worker is fetching from the origin right now (see [`Claim`]), each with
-    /// the number of the claim holding it (claims are numbered from 1).
-    in_flight: Mutex<HashMap<String, u64>>,
+    /// the claim holding it and the workers with requests waiting for it.
+    in_flight: Mutex<HashMap<String, InFlight>>,
     /// The last claim number handed out.
     claims: AtomicU64,
+    /// How workers with waiting requests are told their claims were released.
+    wakeups: Wakeups,
+}
+
+/// One claimed key.
+struct InFlight {
+    /// The claim's number (claims are numbered from 1).
+    number: u64,
+    /// Workers (by index) with requests waiting for this claim: woken when it is released.
+    waiting: Vec<usize>,
 }
 
 /// "I am fetching this key from the origin": held by the one exchange (or background
@@ -360,14 +459,19 @@ impl Claim {
 }
 
 impl Drop for Claim {
+    /// Releases the key, and wakes the workers with requests waiting for this claim.
     fn drop(&mut self) {
-        let mut in_flight = self
-            .store
-            .in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if in_flight.get(&*self.key) == Some(&self.number) {
-            in_flight.remove(&*self.key);
+        let mut in_flight = self.store.in_flight();
+        let waiting = match in_flight.get(&*self.key) {
+            Some(entry) if entry.number == self.number => in_flight
+                .remove(&*self.key)
+                .map(|entry| entry.waiting)
+                .unwrap_or_default(),
+            _ => return,
+        };
+        drop(in_flight);
+        if !waiting.is_empty() {
+            self.store.wakeups.released(self.number, &waiting);
         }
     }
 }
@@ -388,8 +492,10 @@ impl Store {
             missed: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
+            hit_for_miss: AtomicU64::new(0),
             in_flight: Mutex::new(HashMap::new()),
             claims: AtomicU64::new(0),
+            wakeups: Wakeups::default(),
         }
     }
 
@@ -421,6 +527,11 @@ impl Store {
             return Lookup::Miss;
         };
         shard.touch(slot);
+        if shard.nodes[slot].variants.is_empty() {
+            // Only a hit-for-miss marker.
+            self.missed.fetch_add(1, Ordering::Relaxed);
+            return Lookup::Miss;
+        }
         let found = shard.nodes[slot]
             .variants
             .iter()
@@ -466,17 +577,62 @@ impl Store {
         }
     }
 
+    /// Remembers that a response to a miss of `key` was not storable: until `until`,
+    /// [`Store::is_hit_for_miss`] says its misses should go to the origin at once, in
+    /// parallel, rather than wait for one leader. The marker is charged against the budget
+    /// (it may evict least recently used keys, and be evicted like them); storing a response
+    /// under the key clears it. Returns false (and marks nothing) when the marker alone is
+    /// over a shard's share of the budget.
+    pub fn mark_hit_for_miss(&self, key: &str, until: SystemTime) -> bool {
+        let capacity = self.shard_capacity();
+        if MARKER_SIZE + key.len() as u64 > capacity {
+            return false;
+        }
+        let evicted = self.shard(key).mark(key, until, capacity);
+        self.evicted.fetch_add(evicted, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether misses of `key` go to the origin without collapsing at `now` (a marker set
+    /// by [`Store::mark_hit_for_miss`] that has not ended; an ended one is removed). Each
+    /// `true` is counted in [`StoreCounters::hit_for_miss`].
+    pub fn is_hit_for_miss(&self, key: &str, now: SystemTime) -> bool {
+        let mut shard = self.shard(key);
+        let Some(&slot) = shard.index.get(key) else {
+            return false;
+        };
+        match shard.nodes[slot].hit_for_miss_until {
+            Some(until) if now < until => {
+                drop(shard);
+                self.hit_for_miss.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Some(_) => {
+                shard.clear_marker(slot);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn in_flight(&self) -> MutexGuard<'_, HashMap<String, InFlight>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Claims `key` for one fetch from the origin; `None` when someone already holds it.
     pub fn claim(self: &Arc<Self>, key: &str) -> Option<Claim> {
-        let mut in_flight = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut in_flight = self.in_flight();
         if in_flight.contains_key(key) {
             return None;
         }
         let number = self.claims.fetch_add(1, Ordering::Relaxed) + 1;
-        in_flight.insert(key.to_owned(), number);
+        let entry = InFlight {
+            number,
+            waiting: Vec::new(),
+        };
+        in_flight.insert(key.to_owned(), entry);
         Some(Claim {
             store: self.clone(),
             key: key.into(),
@@ -492,11 +648,33 @@ impl Store {
     /// The number of the claim holding `key`, if any: a waiter that remembers it can tell
     /// "the fetch I wait for still runs" from "another fetch claimed the key since".
     pub fn claim_holder(&self, key: &str) -> Option<u64> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(key)
-            .copied()
+        self.in_flight().get(key).map(|entry| entry.number)
+    }
+
+    /// A request on worker `worker` waits for the claim holding `key`: returns the claim's
+    /// number, and that worker will be woken (see [`Store::register_worker`]) with the
+    /// number in its [`Store::take_released`] once the claim is released. `None` when no
+    /// claim holds the key (it was released meanwhile: route the request again).
+    pub fn follow(&self, key: &str, worker: usize) -> Option<u64> {
+        let mut in_flight = self.in_flight();
+        let entry = in_flight.get_mut(key)?;
+        if !entry.waiting.contains(&worker) {
+            entry.waiting.push(worker);
+        }
+        Some(entry.number)
+    }
+
+    /// Registers how worker `worker` is woken when a claim its requests follow is released
+    /// (any thread may call `wake`; the proxy passes its event loop's waker). A worker that
+    /// never registers is not woken: its waiting requests must poll.
+    pub fn register_worker(&self, worker: usize, wake: impl Fn() + Send + Sync + 'static) {
+        self.wakeups.register(worker, Box::new(wake));
+    }
+
+    /// Moves into `into` the numbers of the claims released since the last call that
+    /// requests on worker `worker` followed.
+    pub fn take_released(&self, worker: usize, into: &mut Vec<u64>) {
+        self.wakeups.take(worker, into);
     }
 
     /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
@@ -508,17 +686,28 @@ impl Store {
         }
     }
 
+    /// The largest body that could ever be stored under `key`: the per-object limit, or
+    /// less when a shard's share of the budget (minus the key and the fixed overhead) is
+    /// smaller — a tiny `--cache-bytes` stores nothing, so nothing need be collected.
+    pub fn body_limit(&self, key: &str) -> u64 {
+        let shard_room = self
+            .shard_capacity()
+            .saturating_sub(OBJECT_OVERHEAD + key.len() as u64);
+        self.config.max_object.min(shard_room)
+    }
+
     /// Starts collecting a response for the store, unless its announced length is already
-    /// over the per-object limit.
+    /// over what could ever be stored under the key ([`Store::body_limit`]).
     pub fn begin_fill(&self, key: String, announced_length: Option<u64>) -> Option<Fill> {
-        if announced_length.is_some_and(|length| length > self.config.max_object) {
+        let limit = self.body_limit(&key);
+        if announced_length.is_some_and(|length| length > limit) {
             return None;
         }
         Some(Fill {
             key,
             body: Vec::new(),
             length: 0,
-            limit: self.config.max_object,
+            limit,
         })
     }
 
@@ -529,6 +718,7 @@ impl Store {
             missed: self.missed.load(Ordering::Relaxed),
             stored: self.stored.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),
+            hit_for_miss: self.hit_for_miss.load(Ordering::Relaxed),
             ..StoreCounters::default()
         };
         for shard in &self.shards {
@@ -537,6 +727,7 @@ impl Store {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             counters.bytes += shard.bytes;
             counters.objects += shard.objects;
+            counters.hit_for_miss_keys += shard.markers;
         }
         counters
     }
@@ -545,6 +736,7 @@ impl Store {
 /// A response body being collected for the store while it streams to the client. It
 /// becomes a stored object only through [`Fill::finish`], called once the whole body has
 /// arrived; dropping it (the response ended early, or grew past the limit) stores nothing.
+/// Its limit is [`Store::body_limit`]: once past it, nothing more is collected.
 #[derive(Debug)]
 pub struct Fill {
     key: String,
@@ -554,8 +746,13 @@ pub struct Fill {
 }
 
 impl Fill {
-    /// Adds a piece of body. Returns false once the body is over the per-object limit; the
-    /// caller then drops the fill.
+    /// Whether `more` body bytes would still fit under the limit.
+    pub fn fits(&self, more: u64) -> bool {
+        self.length.saturating_add(more) <= self.limit
+    }
+
+    /// Adds a piece of body. Returns false once the body is over the limit (the pieces
+    /// collected so far are freed); the caller then drops the fill.
     pub fn push(&mut self, piece: Bytes) -> bool {
         self.length += piece.len() as u64;
         if self.length > self.limit {
@@ -631,6 +828,14 @@ mod tests {
         })
     }
 
+    /// A store with the default object limit and shards, and `capacity` bytes.
+    fn store_with(capacity: u64) -> Store {
+        Store::new(StoreConfig {
+            capacity,
+            ..StoreConfig::default()
+        })
+    }
+
     #[test]
     fn a_key_is_claimed_once_until_released() {
         let store = Arc::new(Store::new(StoreConfig::default()));
@@ -654,6 +859,93 @@ mod tests {
         let second = store.claim("http://a/").expect("claimed again");
         assert_ne!(Some(second.number()), waited_for);
         assert_eq!(store.claim_holder("http://a/"), Some(second.number()));
+    }
+
+    #[test]
+    fn hit_for_miss_lasts_until_its_deadline_or_a_stored_response() {
+        let store = store(100_000);
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert!(!store.is_hit_for_miss("a", now));
+        assert!(store.mark_hit_for_miss("a", now + Duration::from_secs(60)));
+        assert!(store.is_hit_for_miss("a", now));
+        assert!(matches!(store.lookup("a", no_fields), Lookup::Miss));
+        assert_eq!(store.counters().hit_for_miss_keys, 1);
+        assert_eq!(store.counters().objects, 0);
+        assert!(store.counters().bytes >= MARKER_SIZE);
+        // A stored response clears the marker (and its charge).
+        assert!(store.insert("a", response(10, VaryKey::default())));
+        assert!(!store.is_hit_for_miss("a", now));
+        assert_eq!(store.counters().hit_for_miss_keys, 0);
+        // An ended marker is gone, and so is the node it alone kept.
+        assert!(store.mark_hit_for_miss("b", now + Duration::from_secs(1)));
+        assert!(!store.is_hit_for_miss("b", now + Duration::from_secs(1)));
+        let counters = store.counters();
+        assert_eq!((counters.hit_for_miss_keys, counters.hit_for_miss), (0, 1));
+        assert_eq!(
+            counters.bytes,
+            response(10, VaryKey::default()).size() + 1,
+            "only the stored response is charged"
+        );
+    }
+
+    #[test]
+    fn hit_for_miss_markers_are_charged_and_evicted_like_entries() {
+        let marker = MARKER_SIZE + 3;
+        let store = store(marker * 10);
+        let until = UNIX_EPOCH + Duration::from_secs(1_700_000_600);
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        for key in 0..20 {
+            assert!(store.mark_hit_for_miss(&format!("k{key:02}"), until));
+        }
+        let counters = store.counters();
+        assert_eq!(counters.hit_for_miss_keys, 10);
+        assert!(counters.bytes <= marker * 10);
+        assert!(
+            !store.is_hit_for_miss("k00", now),
+            "the oldest were evicted"
+        );
+        assert!(store.is_hit_for_miss("k19", now));
+        assert!(!store.mark_hit_for_miss(&"k".repeat(2000), until));
+    }
+
+    #[test]
+    fn hit_for_miss_lifetime_has_a_default_and_a_cap() {
+        assert_eq!(hit_for_miss_lifetime(Duration::ZERO), HIT_FOR_MISS_DEFAULT);
+        let short = Duration::from_secs(5);
+        assert_eq!(hit_for_miss_lifetime(short), short);
+        assert_eq!(
+            hit_for_miss_lifetime(Duration::from_secs(86_400)),
+            HIT_FOR_MISS_MAX
+        );
+    }
+
+    #[test]
+    fn releasing_a_claim_wakes_the_workers_that_follow_it() {
+        use std::sync::atomic::AtomicUsize;
+        let store = Arc::new(Store::new(StoreConfig::default()));
+        let woken: Arc<[AtomicUsize; 2]> = Arc::default();
+        for worker in 0..2 {
+            let woken = woken.clone();
+            store.register_worker(worker, move || {
+                woken[worker].fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        let claim = store.claim("http://a/").expect("first claim");
+        let number = claim.number();
+        assert_eq!(store.follow("http://a/", 1), Some(number));
+        assert_eq!(store.follow("http://a/", 1), Some(number));
+        assert_eq!(store.follow("http://b/", 0), None, "nothing to wait for");
+        drop(claim);
+        let counts: Vec<usize> = woken.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+        assert_eq!(counts, [0, 1], "the follower's worker, once");
+        let mut released = Vec::new();
+        store.take_released(1, &mut released);
+        assert_eq!(released, [number]);
+        assert_eq!(store.follow("http://a/", 1), None, "released");
+        // A claim nobody followed wakes nobody.
+        drop(store.claim("http://a/"));
+        let counts: Vec<usize> = woken.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+        assert_eq!(counts, [0, 1]);
     }
 
     #[test]
@@ -733,6 +1025,25 @@ mod tests {
     }
 
     #[test]
+    fn nothing_is_collected_that_no_shard_could_hold() {
+        // Objects up to 10,000 bytes, but a budget of 2,000: a shard holds less.
+        let store = store(2_000);
+        let limit = store.body_limit("k");
+        assert!(limit < 2_000);
+        assert!(store.begin_fill("k".into(), Some(limit + 1)).is_none());
+        assert!(store.insert("k", response(limit as usize / 2, VaryKey::default())));
+        let mut fill = store.begin_fill("k".into(), None).expect("unknown length");
+        assert!(fill.fits(limit));
+        assert!(fill.push(Bytes::from(vec![0; limit as usize])));
+        assert!(!fill.fits(1));
+        assert!(!fill.push(Bytes::from(vec![0; 1])), "past the limit");
+        // `--cache-bytes 1`: nothing at all.
+        let tiny = store_with(1);
+        assert_eq!(tiny.body_limit("k"), 0);
+        assert!(tiny.begin_fill("k".into(), Some(1)).is_none());
+    }
+
+    #[test]
     fn vary_variants_are_kept_side_by_side() {
         let store = store(1 << 20);
         let mut vary_fields = Fields::new();
@@ -776,14 +1087,25 @@ mod tests {
 
     proptest! {
         #[test]
-        fn never_exceeds_the_budget(operations in proptest::collection::vec((0u8..20, 0usize..3000, any::<bool>()), 1..200)) {
+        fn never_exceeds_the_budget(operations in proptest::collection::vec((0u8..20, 0usize..3000, 0u8..4), 1..200)) {
             let store = Store::new(StoreConfig { capacity: 20_000, max_object: 5_000, shards: 2 });
-            for (key, size, lookup) in operations {
+            let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+            for (key, size, operation) in operations {
                 let key = format!("k{key}");
-                if lookup {
-                    let _ = store.lookup(&key, no_fields);
-                } else {
-                    let _ = store.insert(&key, response(size, VaryKey::default()));
+                match operation {
+                    0 => {
+                        let _ = store.lookup(&key, no_fields);
+                    }
+                    1 => {
+                        let _ = store.insert(&key, response(size, VaryKey::default()));
+                    }
+                    2 => {
+                        let until = now + Duration::from_secs(size as u64 % 3);
+                        let _ = store.mark_hit_for_miss(&key, until);
+                    }
+                    _ => {
+                        let _ = store.is_hit_for_miss(&key, now + Duration::from_secs(1));
+                    }
                 }
                 let counters = store.counters();
                 prop_assert!(counters.bytes <= 20_000, "{} bytes", counters.bytes);

@@ -30,7 +30,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Target URL, `http://HOST[:PORT]/PATH`, optionally followed by @WEIGHT (repeatable;
-    /// each request picks one by weight). Without any, the built-in scenario runs.
+    /// each request picks one by weight). `{seq}` in the path or query is replaced by a
+    /// counter of the requests sent to that URL (0, 1, 2, …), so every request asks for a
+    /// distinct URL, e.g. `http://127.0.0.1:8080/64k?v={seq}`. Without any, the built-in
+    /// scenario runs.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
     /// Send every request to this proxy, with absolute-form request lines.

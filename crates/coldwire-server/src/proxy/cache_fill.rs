@@ -95,6 +95,7 @@ fn bypass() -> CacheWork {
         request_directives: CacheControl::default(),
         request_fields: Fields::new(),
         claim: None,
+        hit_for_miss: false,
     }
 }
 
@@ -130,6 +131,7 @@ impl<D: Driver> Worker<D> {
             request_directives: directives,
             request_fields: Fields::new(),
             claim: None,
+            hit_for_miss: false,
         };
         match lookup {
             Lookup::Found(stored) => {
@@ -195,6 +197,7 @@ impl<D: Driver> Worker<D> {
                     match self.collapse(client, head, &directives, &key) {
                         Collapse::Lead(claim) => work.claim = Some(claim),
                         Collapse::Alone => {}
+                        Collapse::HitForMiss => work.hit_for_miss = true,
                         Collapse::Wait => return CacheDecision::Wait,
                     }
                 }

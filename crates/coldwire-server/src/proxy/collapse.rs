@@ -1,8 +1,9 @@
 //! Collapsed forwarding: concurrent misses for one cache key send one request to the
 //! origin. The first miss takes the store's [`Claim`] on the key (the leader) and goes
 //! forward; a miss that finds the key claimed — by an exchange of any worker — waits
-//! (the follower): its request stays unconsumed in its input, and every
-//! [`POLL`] its timer re-routes it. Once the leader's response is stored, the re-routed
+//! (the follower): its request stays unconsumed in its input, and is re-routed when the
+//! leader releases the claim (see "Wake-ups" below), or at the latest by its [`POLL`]
+//! timer. Once the leader's response is stored, the re-routed
 //! request is a hit (`Cache-Status: …; hit; …; detail=collapsed`). The leader releases the
 //! claim as soon as its response turns out not to be storable (at its head), or when its
 //! exchange ends in any way (stored, failed, cut): a follower that then still misses goes
@@ -15,24 +16,52 @@
 //! convoy with p99 near a second at 1,200 requests/s). A follower waits at most
 //! `--collapse-wait`; then it goes to the origin itself.
 //!
+//! Hit-for-miss (Varnish's term): when a leader's response will not be stored (not
+//! storable, too large for `--max-object-bytes` or the store, at its head or while its body
+//! streams), the store marks the key for the response's freshness lifetime, else
+//! [`coldwire_cache::HIT_FOR_MISS_DEFAULT`], at most [`coldwire_cache::HIT_FOR_MISS_MAX`];
+//! until then its misses go to the origin at once, in parallel, neither claiming nor
+//! waiting (`Cache-Status: …; detail=hit-for-miss`). A response that is stored clears the
+//! marker. Answers that say nothing about the resource — `304`, `206`, `5xx` — and exchanges
+//! that fail or are cut do not mark: followers go alone that once, later misses collapse.
+//!
 //! Who takes part: `GET` misses without `Range`, `Authorization`, `no-store` or
 //! `no-cache` (their answers could not fill the cache for the others). Stale entries being
 //! revalidated are not collapsed.
 //!
-//! Polling (not a wake-up from the leader) because leader and followers may be on
-//! different workers; the cost is one re-parse per waiting request per poll.
+//! Wake-ups: leader and followers may be on different workers. A follower registers its
+//! worker with the claim ([`coldwire_cache::Store::follow`]) and is listed in the worker's
+//! [`Parked`] under the claim's number; releasing the claim (stored, refused at the head,
+//! failed, cut — whichever thread drops it) puts the number in the mailbox of every
+//! registered worker and wakes its loop through its `Waker` (registered by the worker at
+//! start); on `Completion::Woken` the worker re-routes the requests parked on the released
+//! claims at once. The [`POLL`] stays as a fallback (a request still writing earlier
+//! pipelined answers when woken, a claim released before the follower registered) and
+//! for the `--collapse-wait` deadline; each poll costs one re-parse of the waiting request.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use coldwire_cache::{CacheControl, Claim};
+use coldwire_cache::{CacheControl, Claim, Fields, Freshness, hit_for_miss_lifetime};
 use coldwire_http::RequestHead;
-use coldwire_io::Driver;
+use coldwire_io::{ConnectionId, Driver};
 
 use super::state::Client;
 use super::worker::{Step, Worker};
+use crate::session::Phase;
 
 /// How often a waiting request looks again.
 pub(super) const POLL: Duration = Duration::from_millis(10);
+
+/// A worker's waiting requests, by the number of the claim each waits for; entries of
+/// requests that stopped waiting (routed by their poll, closed) are dropped when the claim
+/// is released.
+#[derive(Default)]
+pub(super) struct Parked {
+    by_claim: HashMap<u64, Vec<ConnectionId>>,
+    /// Numbers of released claims, taken from the store (kept to reuse its allocation).
+    released: Vec<u64>,
+}
 
 /// What a miss does about other fetches of its key.
 pub(super) enum Collapse {
@@ -40,6 +69,9 @@ pub(super) enum Collapse {
     Lead(Claim),
     /// Go to the origin without a claim (not collapsible, or waited enough).
     Alone,
+    /// Go to the origin without a claim because the key is marked hit-for-miss: its last
+    /// leader's response was not storable.
+    HitForMiss,
     /// Wait for the fetch that holds the claim.
     Wait,
 }
@@ -68,6 +100,9 @@ impl<D: Driver> Worker<D> {
         if self.config.collapse_wait.is_zero() || !collapsible(head, directives) {
             return Collapse::Alone;
         }
+        if store.is_hit_for_miss(key, self.wall_clock) {
+            return Collapse::HitForMiss;
+        }
         let now = self.driver.now();
         match (store.claim(key), client.collapsed_wait) {
             (Some(claim), None) => Collapse::Lead(claim),
@@ -83,7 +118,15 @@ impl<D: Driver> Worker<D> {
                         return Collapse::Alone;
                     }
                     Some(_) => {}
-                    None => client.collapsed_behind = holder.unwrap_or(0),
+                    None => {
+                        // Registered with the claim: its release wakes this worker.
+                        let followed = store.follow(key, self.index);
+                        client.collapsed_behind = followed.unwrap_or(0);
+                        if let Some(number) = followed {
+                            let ids = self.parked.by_claim.entry(number).or_default();
+                            ids.push(client.session.id);
+                        }
+                    }
                 }
                 let deadline = waiting.unwrap_or(now + self.config.collapse_wait);
                 client.collapsed_wait = Some(deadline);
@@ -93,9 +136,64 @@ impl<D: Driver> Worker<D> {
         }
     }
 
+    /// A leader's response will not be stored (`fields` are its head's, `None` when the
+    /// body outgrew the limits mid-stream): the claim is released, so its followers go to
+    /// the origin themselves, and the key is marked hit-for-miss so that later misses do
+    /// too, at once — unless the answer says nothing about the resource's cacheability: a
+    /// `304` or `206` (answers to the client's conditionals or range) or a `5xx` (a
+    /// failing origin; parallel misses would pile onto it).
+    pub(super) fn leader_not_stored(&self, claim: Claim, status: u16, fields: Option<&Fields>) {
+        let Some(store) = self.store.as_ref() else {
+            return;
+        };
+        if matches!(status, 304 | 206) || status >= 500 {
+            return;
+        }
+        let lifetime = fields.map_or(std::time::Duration::ZERO, |fields| {
+            Freshness::of(status, fields, self.wall_clock).lifetime
+        });
+        store.mark_hit_for_miss(
+            claim.key(),
+            self.wall_clock + hit_for_miss_lifetime(lifetime),
+        );
+        // Marked first, released second: a follower that re-routes finds the marker.
+        drop(claim);
+    }
+
     /// A waiting request's poll: route it again (a hit now, or forward, or wait more).
     pub(super) fn collapsed_poll(&mut self, client: &mut Client) -> Step {
         self.process(client)
+    }
+
+    /// The loop was woken: routes again, at once, the requests waiting for claims that
+    /// were released (instead of at their next poll). A request still writing earlier
+    /// answers is left to the poll that follows its write.
+    pub(super) fn wake_followers(&mut self) {
+        let Some(store) = self.store.as_ref() else {
+            return;
+        };
+        let mut released = std::mem::take(&mut self.parked.released);
+        store.take_released(self.index, &mut released);
+        for number in released.drain(..) {
+            let Some(ids) = self.parked.by_claim.remove(&number) else {
+                continue;
+            };
+            for id in ids {
+                let Some(mut client) = self.take_client(id) else {
+                    continue;
+                };
+                let waiting = client.collapsed_wait.is_some()
+                    && client.collapsed_behind == number
+                    && client.session.phase != Phase::Writing;
+                let step = if waiting {
+                    self.collapsed_poll(&mut client)
+                } else {
+                    Step::Keep
+                };
+                self.put_client(client, step);
+            }
+        }
+        self.parked.released = released;
     }
 }
 

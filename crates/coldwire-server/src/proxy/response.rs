@@ -222,13 +222,19 @@ impl<D: Driver> Worker<D> {
                     Storability::No(reason) => status.detail = Some(reason),
                 }
             }
+            if exchange.cache.hit_for_miss {
+                status.detail = Some("hit-for-miss");
+            }
             exchange.log_cache = status.log_token();
             cache_status = Some(status);
         }
         exchange.upstream_time = self.wall_clock.duration_since(exchange.request_time).ok();
-        if fill.is_none() {
-            // Not stored: requests waiting for this response go to the origin themselves.
-            exchange.cache.claim = None;
+        if fill.is_none()
+            && let Some(claim) = exchange.cache.claim.take()
+        {
+            // Not stored: requests waiting for this response go to the origin themselves,
+            // and so do later misses of the key for a while (hit-for-miss).
+            self.leader_not_stored(claim, response.status, Some(&response.fields));
         }
         let rechunk = response.framing == ResponseFraming::UntilClose
             && exchange.version == Version::Http11
@@ -374,12 +380,13 @@ impl<D: Driver> Worker<D> {
             coldwire_http::write_last_chunk(&mut last);
             self.driver.send(client.session.id, Chunk::Owned(last));
         }
+        let mut stored = false;
         if let (Some((fill, fields)), Some(store)) = (progress.fill, self.store.as_ref()) {
             let request_fields = &exchange.cache.request_fields;
             let vary = VaryKey::new(&fields, |name: &str| {
                 request_fields.values(name).collect::<Vec<_>>()
             });
-            fill.finish(
+            stored = fill.finish(
                 store,
                 progress.status,
                 fields,
@@ -387,6 +394,10 @@ impl<D: Driver> Worker<D> {
                 exchange.request_time,
                 self.wall_clock,
             );
+        }
+        if !stored && let Some(claim) = exchange.cache.claim {
+            // The body outgrew what may be stored while it streamed, or the store refused it.
+            self.leader_not_stored(claim, progress.status, None);
         }
         if let Some(mut origin) = origin {
             self.driver.cancel_timer(origin.id);
@@ -481,11 +492,6 @@ impl<D: Driver> Worker<D> {
     fn plan_splice(&mut self, client: &mut Client) -> bool {
         let allowed = self.splice_allowed(client);
         let threshold = self.config.splice_threshold.max(1);
-        let max_object = self
-            .config
-            .cache
-            .as_ref()
-            .map_or(u64::MAX, |cache| cache.max_object);
         let Some(progress) = client
             .exchange
             .as_mut()
@@ -508,7 +514,7 @@ impl<D: Driver> Worker<D> {
         if progress
             .fill
             .as_ref()
-            .is_some_and(|(fill, _)| fill.len().saturating_add(pending) > max_object)
+            .is_some_and(|(fill, _)| !fill.fits(pending))
         {
             progress.fill = None;
         }

@@ -73,6 +73,9 @@ pub struct CacheWork {
     /// This exchange leads the fetch of its key (collapsed forwarding); dropped when its
     /// response turns out not storable or the exchange ends.
     pub claim: Option<coldwire_cache::Claim>,
+    /// The key was marked hit-for-miss: the request went forward at once, neither leading
+    /// nor waiting (`Cache-Status: …; detail=hit-for-miss`).
+    pub hit_for_miss: bool,
 }
 
 /// One request forwarded to an origin.

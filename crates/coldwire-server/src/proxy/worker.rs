@@ -63,7 +63,7 @@ pub(super) struct Worker<D: Driver> {
     pub(super) wall_clock: SystemTime,
     pub(super) http: RequestCounters,
     stats: Arc<Stats>,
-    index: usize,
+    pub(super) index: usize,
     stop: Arc<AtomicBool>,
     listener: Option<ListenerId>,
     pub(super) drain_deadline: Option<Instant>,
@@ -71,6 +71,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) log: Option<AccessLog>,
     /// Background revalidations (`stale-while-revalidate`), started on first use.
     pub(super) revalidator: Option<super::revalidator::Revalidator>,
+    /// Requests waiting for other fetches of their keys (collapsed forwarding).
+    pub(super) parked: super::collapse::Parked,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -78,6 +80,13 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
     let config = context.config;
     let listener = driver.listen(context.listener)?;
     let resolver = Resolver::new(driver.waker(), config.resolver_ttl)?;
+    if let Some(store) = &context.store {
+        // Releasing a claim this worker's requests wait for wakes the loop.
+        let waker = driver.waker();
+        store.register_worker(context.index, move || {
+            let _ = waker.wake();
+        });
+    }
     let wall_clock = SystemTime::now();
     let mut worker = Worker {
         driver,
@@ -97,6 +106,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         clients: 0,
         log: context.access_log.map(AccessLog::new),
         revalidator: None,
+        parked: super::collapse::Parked::default(),
         config,
     };
     worker.run()
@@ -281,6 +291,7 @@ impl<D: Driver> Worker<D> {
             }
             Completion::Woken => {
                 self.on_resolved();
+                self.wake_followers();
                 if self.stop.load(Ordering::Relaxed) && self.drain_deadline.is_none() {
                     self.start_draining();
                 }
