@@ -16,12 +16,14 @@ mod proxy_support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use proxy_support::{Proxy, backend_available, body_of, curl, curl_sha256, expected_sha256s};
+use proxy_support::{
+    Proxy, backend_available, body_of, curl, curl_sha256, expected_sha256s, spawn_server,
+};
 
 macro_rules! backend_tests {
     ($($backend:ident),+ $(,)?) => {
@@ -65,16 +67,7 @@ struct RawOrigin {
 
 impl RawOrigin {
     fn start() -> RawOrigin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let requests: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-        let shared = requests.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let requests = shared.clone();
-                thread::spawn(move || serve(stream, &requests));
-            }
-        });
+        let (address, requests) = spawn_server(serve);
         RawOrigin { address, requests }
     }
 

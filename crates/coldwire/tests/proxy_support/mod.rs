@@ -41,19 +41,28 @@ pub fn body_of(length: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Listens on 127.0.0.1, port 0, and runs `serve` for every connection on a thread of its
+/// own, all sharing one `S` (what the test server counts); its address and that state.
+pub fn spawn_server<S: Default + Send + Sync + 'static>(
+    serve: fn(TcpStream, &S),
+) -> (SocketAddr, Arc<S>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let state: Arc<S> = Arc::default();
+    let shared = state.clone();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let state = shared.clone();
+            thread::spawn(move || serve(stream, &state));
+        }
+    });
+    (address, state)
+}
+
 impl Origin {
     /// Starts the origin.
     pub fn start() -> Origin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let seen: Arc<Mutex<Seen>> = Arc::default();
-        let shared = seen.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let seen = shared.clone();
-                thread::spawn(move || serve_connection(stream, &seen));
-            }
-        });
+        let (address, seen) = spawn_server(serve_connection);
         Origin { address, seen }
     }
 
