@@ -13,6 +13,7 @@ mod completions;
 pub mod counters;
 pub mod driver;
 pub mod epoll;
+mod generations;
 mod output_pools;
 pub mod pipe_pool;
 pub mod poll;

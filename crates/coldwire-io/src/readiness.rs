@@ -26,6 +26,7 @@ use crate::buffer_pool::{Buffer, BufferPool};
 use crate::completions::{next_current, until_earliest};
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId};
+use crate::generations::Generations;
 use crate::output_pools::OutputPools;
 use crate::poller::{Event, Interest, Poller};
 use crate::slot_table::SlotTable;
@@ -76,7 +77,7 @@ pub struct ReadinessDriver<P: Poller> {
     config: DriverConfig,
     connections: SlotTable<Connection>,
     /// Generation of the next connection per slot.
-    generations: Vec<u32>,
+    generations: Generations,
     listeners: Vec<Option<ListenerState>>,
     /// Listeners to accept from without waiting (batch cut short, or accepting resumed).
     listeners_ready: Vec<u32>,
@@ -130,7 +131,7 @@ impl<P: Poller> ReadinessDriver<P> {
             buffers: BufferPool::new(config.buffer_size, config.max_free_buffers),
             config,
             connections: SlotTable::new(),
-            generations: Vec::new(),
+            generations: Generations::default(),
             listeners: Vec::new(),
             listeners_ready: Vec::new(),
             accept_paused_until: None,
@@ -471,11 +472,7 @@ impl<P: Poller> ReadinessDriver<P> {
             front_progress: 0,
             recv_limit: 0,
         });
-        if slot >= self.generations.len() {
-            self.generations.resize(slot + 1, 0);
-        }
-        let generation = self.generations[slot];
-        self.generations[slot] = generation.wrapping_add(1);
+        let generation = self.generations.next(slot);
         if let Err(error) = self.poller.register(fd, slot, interest) {
             self.connections.remove(slot);
             self.counters.close_calls += 1;

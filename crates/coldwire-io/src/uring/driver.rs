@@ -51,6 +51,7 @@ use crate::buffer_pool::{Buffer, BufferPool};
 use crate::completions::until_earliest;
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, DriverConfig, ListenerId};
+use crate::generations::Generations;
 use crate::output_pools::{MAX_POOLED, OutputPools};
 use crate::slot_table::SlotTable;
 use crate::sys;
@@ -105,7 +106,7 @@ pub struct UringDriver {
     pub(super) receive_ring: BufferRing,
     pub(super) config: DriverConfig,
     pub(super) connections: SlotTable<Connection>,
-    pub(super) generations: Vec<u32>,
+    pub(super) generations: Generations,
     pub(super) listeners: Vec<Option<ListenerState>>,
     /// Accepted beyond the connection limit: adopted when slots free up.
     pub(super) backlog: VecDeque<(usize, RawFd)>,
@@ -202,7 +203,7 @@ impl UringDriver {
             buffers: BufferPool::new(config.buffer_size, config.max_free_buffers),
             config,
             connections: SlotTable::new(),
-            generations: Vec::new(),
+            generations: Generations::default(),
             listeners: Vec::new(),
             backlog: VecDeque::new(),
             accept_paused_until: None,
@@ -369,11 +370,7 @@ impl UringDriver {
             sys::close(fd);
             return None;
         }
-        if slot >= self.generations.len() {
-            self.generations.resize(slot + 1, 0);
-        }
-        let generation = self.generations[slot];
-        self.generations[slot] = generation.wrapping_add(1);
+        let generation = self.generations.next(slot);
         if let Some(connection) = self.connections.get_mut(slot) {
             connection.generation = generation;
         }
