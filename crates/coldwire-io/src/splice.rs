@@ -27,7 +27,7 @@ use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, cur
 use crate::driver::ConnectionId;
 use crate::pipe_pool::{Pipe, read_into, splice, tee};
 use crate::poller::Poller;
-use crate::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, invalid};
+use crate::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
 
 /// What `splice_backlog` starts from for an unbounded transfer (far above any real body,
 /// far below overflow when added to queued bytes).
@@ -66,18 +66,10 @@ impl<P: Poller> ReadinessDriver<P> {
         length: u64,
         keep_copy: bool,
     ) -> io::Result<()> {
-        if source == destination {
-            return invalid("a splice needs two connections");
-        }
-        if current(&mut self.connections, source).is_none() {
-            return invalid("the source connection is closed");
-        }
-        let Some(target) = current(&mut self.connections, destination) else {
-            return invalid("the destination connection is closed");
-        };
-        if !target.output.is_empty() {
-            return invalid("the destination still has queued output");
-        }
+        let source_open = current(&mut self.connections, source).is_some();
+        let destination_queued =
+            current(&mut self.connections, destination).map(|target| !target.output.is_empty());
+        check_call(source, destination, source_open, destination_queued)?;
         let pipes = self
             .splices
             .take_pipes(source, destination, length, keep_copy)?;

@@ -29,8 +29,31 @@ const COPY_RESERVE_MAX: u64 = 64 << 20;
 pub(crate) type KeptCopy = (Pipe, Vec<u8>);
 
 /// A caller error against the `Driver::splice` contract.
-pub(crate) fn invalid<T>(why: &'static str) -> io::Result<T> {
+fn invalid<T>(why: &'static str) -> io::Result<T> {
     Err(io::Error::new(io::ErrorKind::InvalidInput, why))
+}
+
+/// Checks a `Driver::splice` call against the contract: two different connections, the
+/// source open (`source_open`), the destination open with no output queued before the
+/// transfer (`destination_queued`: `None` when closed, else whether output that the
+/// transfer may not wait for is queued).
+pub(crate) fn check_call(
+    source: ConnectionId,
+    destination: ConnectionId,
+    source_open: bool,
+    destination_queued: Option<bool>,
+) -> io::Result<()> {
+    if source == destination {
+        return invalid("a splice needs two connections");
+    }
+    if !source_open {
+        return invalid("the source connection is closed");
+    }
+    match destination_queued {
+        None => invalid("the destination connection is closed"),
+        Some(true) => invalid("the destination still has queued output"),
+        Some(false) => Ok(()),
+    }
 }
 
 /// One transfer: what both backends keep of it, and the backend's own `state`.
@@ -230,6 +253,20 @@ mod tests {
             slot,
             generation: 1,
         }
+    }
+
+    #[test]
+    fn calls_against_the_contract_are_refused_with_their_reason() {
+        let refused = |source, destination, source_open, queued| {
+            check_call(source, destination, source_open, queued)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused(id(1), id(1), true, Some(false)).contains("two connections"));
+        assert!(refused(id(1), id(2), false, Some(false)).contains("source"));
+        assert!(refused(id(1), id(2), true, None).contains("destination connection is closed"));
+        assert!(refused(id(1), id(2), true, Some(true)).contains("queued output"));
+        assert!(check_call(id(1), id(2), true, Some(false)).is_ok());
     }
 
     #[test]

@@ -40,7 +40,7 @@ use super::connection::{
 use super::driver::UringDriver;
 use crate::driver::ConnectionId;
 use crate::pipe_pool::PipePool;
-use crate::splice_table::{self, SpliceTable, TransferState, UNTIL_END, invalid};
+use crate::splice_table::{self, SpliceTable, TransferState, UNTIL_END, check_call};
 pub use crate::splice_table::{MAX_FREE_PIPES, PIPE_BYTES};
 
 /// Where a transfer is (see the module doc); every step but `Quieting` has one operation
@@ -119,21 +119,13 @@ impl UringDriver {
         length: u64,
         keep_copy: bool,
     ) -> io::Result<()> {
-        if source == destination {
-            return invalid("a splice needs two connections");
-        }
-        if !self.is_current(source) {
-            return invalid("the source connection is closed");
-        }
-        let Some(target) = self.live(destination.index(), destination.generation) else {
-            return invalid("the destination connection is closed");
-        };
+        let source_open = self.is_current(source);
         // A promised send may still be in flight (the server was told `Flush::Done`); the
         // transfer waits for it. Anything else queued is a caller error.
-        let promised = target.flags & SEND_PROMISED != 0;
-        if !target.output.is_empty() && !promised {
-            return invalid("the destination still has queued output");
-        }
+        let destination_queued = self
+            .live(destination.index(), destination.generation)
+            .map(|target| !target.output.is_empty() && target.flags & SEND_PROMISED == 0);
+        check_call(source, destination, source_open, destination_queued)?;
         let pipes = self
             .splices
             .take_pipes(source, destination, length, keep_copy)?;
