@@ -31,6 +31,7 @@
 //! therefore measured by the peer's acknowledgements (`unsent_bytes`, `TCP_INFO`).
 
 use std::io;
+use std::os::fd::RawFd;
 
 use io_uring::{opcode, types};
 
@@ -188,10 +189,9 @@ impl UringDriver {
             } else if !transfer.state.cancelled {
                 transfer.state.cancelled = true;
                 let id = transfer.destination;
-                let entry =
-                    opcode::AsyncCancel::new(user_data(Kind::Splice, id.index(), id.generation))
-                        .build()
-                        .user_data(user_data(Kind::Ignored, 0, 0));
+                let entry = opcode::AsyncCancel::new(operation_tag(id))
+                    .build()
+                    .user_data(user_data(Kind::Ignored, 0, 0));
                 self.push_plain(entry);
             }
         }
@@ -287,18 +287,23 @@ impl UringDriver {
         self.push_prefix(destination_slot);
     }
 
+    /// The transfer to `destination_slot`, moved on to `step` (an operation writing to the
+    /// destination), and the destination's descriptor; `None` when either is gone.
+    fn step_to_destination(
+        &mut self,
+        destination_slot: u32,
+        step: Step,
+    ) -> Option<(&mut Transfer, RawFd)> {
+        let transfer = self.splices.transfers.get_mut(&destination_slot)?;
+        let connection = self.connections.get(transfer.destination.index())?;
+        transfer.state.step = step;
+        Some((transfer, connection.fd))
+    }
+
     fn push_prefix(&mut self, destination_slot: u32) {
-        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+        let Some((transfer, fd)) = self.step_to_destination(destination_slot, Step::Prefix) else {
             return;
         };
-        let Some(fd) = self
-            .connections
-            .get(transfer.destination.index())
-            .map(|c| c.fd)
-        else {
-            return;
-        };
-        transfer.state.step = Step::Prefix;
         let flags = libc::MSG_NOSIGNAL | libc::MSG_WAITALL;
         let entry = opcode::Send::new(
             types::Fd(fd),
@@ -307,11 +312,7 @@ impl UringDriver {
         )
         .flags(flags)
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         // SAFETY: the bytes are the transfer's `prefix`, which is neither changed nor
         // dropped before this operation's completion (a transfer is dropped only outside
         // an operation, see `on_splice`).
@@ -358,26 +359,14 @@ impl UringDriver {
             want,
         )
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         self.push_plain(entry);
     }
 
     fn push_out(&mut self, destination_slot: u32) {
-        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+        let Some((transfer, fd)) = self.step_to_destination(destination_slot, Step::Out) else {
             return;
         };
-        let Some(fd) = self
-            .connections
-            .get(transfer.destination.index())
-            .map(|c| c.fd)
-        else {
-            return;
-        };
-        transfer.state.step = Step::Out;
         let more = transfer.remaining > 0;
         let entry = opcode::Splice::new(
             types::Fd(transfer.pipe.read),
@@ -388,11 +377,7 @@ impl UringDriver {
         )
         .flags(if more { libc::SPLICE_F_MORE } else { 0 })
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         self.push_plain(entry);
     }
 
@@ -413,11 +398,7 @@ impl UringDriver {
         )
         .offset(u64::MAX)
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         // SAFETY: the read fills the copy's spare capacity (reserved above, at least
         // `teed` bytes); the vector is not touched, moved out or dropped before this
         // operation's completion (its heap buffer stays put when the transfer moves).
@@ -496,11 +477,7 @@ impl UringDriver {
                 count as u32,
             )
             .build()
-            .user_data(user_data(
-                Kind::Splice,
-                transfer.destination.index(),
-                transfer.destination.generation,
-            ))
+            .user_data(operation_tag(transfer.destination))
         });
         let destination = transfer.destination;
         self.counters.bytes_received += count as u64;
@@ -602,6 +579,11 @@ impl UringDriver {
         let completion = self.splices.completion(destination, copy, error);
         self.completions.push_back(completion);
     }
+}
+
+/// The `user_data` of the operations of the transfer to `destination` (one at a time).
+fn operation_tag(destination: ConnectionId) -> u64 {
+    user_data(Kind::Splice, destination.index(), destination.generation)
 }
 
 fn early_end() -> io::Error {
