@@ -9,15 +9,19 @@
 
 pub mod backend;
 pub mod buffer_pool;
+mod completions;
 pub mod counters;
 pub mod driver;
 pub mod epoll;
+mod generations;
+mod output_pools;
 pub mod pipe_pool;
 pub mod poll;
 pub mod poller;
 pub mod readiness;
 pub mod select;
 pub mod slot_table;
+mod splice_table;
 pub mod sys;
 pub mod timer_wheel;
 pub mod uring;

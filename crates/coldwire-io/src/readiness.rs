@@ -23,8 +23,11 @@ use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::buffer_pool::{Buffer, BufferPool};
+use crate::completions::{next_current, until_earliest};
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId};
+use crate::generations::Generations;
+use crate::output_pools::OutputPools;
 use crate::poller::{Event, Interest, Poller};
 use crate::slot_table::SlotTable;
 use crate::sys;
@@ -40,10 +43,6 @@ const WAKER_TOKEN: usize = usize::MAX;
 const GATHER: usize = 64;
 /// Largest single `sendfile` request (the kernel caps one call near 2 GiB anyway).
 const SENDFILE_MAX: u64 = 1 << 30;
-/// Pooled output vectors larger than this are freed instead of kept.
-const MAX_POOLED_VEC: usize = 64 * 1024;
-/// Pooled objects of each kind kept for reuse.
-const MAX_POOLED: usize = 1024;
 
 const RECV_ARMED: u8 = 1;
 const MAY_READ: u8 = 2;
@@ -53,9 +52,6 @@ const CONNECTING: u8 = 16;
 /// A splice waits to read this socket / to write to it (see `splice.rs`).
 const SPLICE_READ: u8 = 32;
 const SPLICE_WRITE: u8 = 64;
-/// Pipe size for splices: 256 KiB moves four loopback segments per call while 256 pipes
-/// stay within the default per-user pipe budget (64 MiB).
-const SPLICE_PIPE_BYTES: usize = 256 * 1024;
 
 struct Connection {
     fd: RawFd,
@@ -81,7 +77,7 @@ pub struct ReadinessDriver<P: Poller> {
     config: DriverConfig,
     connections: SlotTable<Connection>,
     /// Generation of the next connection per slot.
-    generations: Vec<u32>,
+    generations: Generations,
     listeners: Vec<Option<ListenerState>>,
     /// Listeners to accept from without waiting (batch cut short, or accepting resumed).
     listeners_ready: Vec<u32>,
@@ -89,8 +85,7 @@ pub struct ReadinessDriver<P: Poller> {
     accept_at_limit: bool,
     timers: TimerWheel<ConnectionId>,
     buffers: BufferPool,
-    vec_pool: Vec<Vec<u8>>,
-    queue_pool: Vec<VecDeque<Chunk>>,
+    output_pools: OutputPools,
     completions: VecDeque<Completion>,
     events: Vec<Event>,
     expired: Vec<ConnectionId>,
@@ -109,12 +104,11 @@ fn current(connections: &mut SlotTable<Connection>, id: ConnectionId) -> Option<
         .filter(|connection| connection.generation == id.generation)
 }
 
-/// Keeps an output vector for reuse, within the pool's bounds.
-fn pool_vec(pool: &mut Vec<Vec<u8>>, mut bytes: Vec<u8>) {
-    if bytes.capacity() <= MAX_POOLED_VEC && pool.len() < MAX_POOLED {
-        bytes.clear();
-        pool.push(bytes);
-    }
+/// Whether `id` still names the slot's current occupant.
+fn is_current(connections: &SlotTable<Connection>, id: ConnectionId) -> bool {
+    connections
+        .get(id.index())
+        .is_some_and(|connection| connection.generation == id.generation)
 }
 
 fn is_descriptor_exhaustion(error: &io::Error) -> bool {
@@ -137,20 +131,19 @@ impl<P: Poller> ReadinessDriver<P> {
             buffers: BufferPool::new(config.buffer_size, config.max_free_buffers),
             config,
             connections: SlotTable::new(),
-            generations: Vec::new(),
+            generations: Generations::default(),
             listeners: Vec::new(),
             listeners_ready: Vec::new(),
             accept_paused_until: None,
             accept_at_limit: false,
-            vec_pool: Vec::new(),
-            queue_pool: Vec::new(),
+            output_pools: OutputPools::default(),
             completions: VecDeque::new(),
             events: Vec::with_capacity(1024),
             expired: Vec::new(),
             counters: LoopCounters::default(),
             waker,
             now,
-            splices: splice::Splices::new(SPLICE_PIPE_BYTES, 64),
+            splices: splice::Splices::new(),
             more_follows: false,
         })
     }
@@ -160,9 +153,7 @@ impl<P: Poller> ReadinessDriver<P> {
     }
 
     fn is_current(&self, id: ConnectionId) -> bool {
-        self.connections
-            .get(id.index())
-            .is_some_and(|connection| connection.generation == id.generation)
+        is_current(&self.connections, id)
     }
 
     /// Level-triggered pollers: registers exactly what the connection waits for.
@@ -239,12 +230,6 @@ impl<P: Poller> ReadinessDriver<P> {
         self.update_interest(id);
     }
 
-    fn recycle_chunk(&mut self, chunk: Chunk) {
-        if let Chunk::Owned(bytes) = chunk {
-            pool_vec(&mut self.vec_pool, bytes);
-        }
-    }
-
     /// Writes the output queue until it is empty (`Ok(true)`) or the socket is full
     /// (`Ok(false)`).
     fn write_queue(&mut self, slot: usize) -> io::Result<bool> {
@@ -318,34 +303,11 @@ impl<P: Poller> ReadinessDriver<P> {
     }
 
     /// Drops `written` bytes from the front of the output queue.
-    fn consume_output(&mut self, slot: usize, mut written: u64) {
-        let Some(connection) = self.connections.get_mut(slot) else {
-            return;
-        };
-        while written > 0 {
-            let Some(front) = connection.output.front() else {
-                break;
-            };
-            let left = front.len() - connection.front_progress;
-            if written < left {
-                connection.front_progress += written;
-                return;
-            }
-            written -= left;
-            connection.front_progress = 0;
-            if let Some(Chunk::Owned(bytes)) = connection.output.pop_front() {
-                pool_vec(&mut self.vec_pool, bytes);
-            }
-        }
-        // Skip over empty chunks so an empty queue really is empty.
-        while connection.output.front().is_some_and(Chunk::is_empty) {
-            connection.output.pop_front();
-        }
-        if connection.output.is_empty()
-            && connection.output.capacity() > 0
-            && self.queue_pool.len() < MAX_POOLED
-        {
-            self.queue_pool.push(std::mem::take(&mut connection.output));
+    fn consume_output(&mut self, slot: usize, written: u64) {
+        if let Some(connection) = self.connections.get_mut(slot) {
+            let progress = &mut connection.front_progress;
+            self.output_pools
+                .consume(&mut connection.output, progress, written);
         }
     }
 
@@ -353,11 +315,10 @@ impl<P: Poller> ReadinessDriver<P> {
         let Some(connection) = self.connections.get_mut(slot) else {
             return;
         };
-        let chunks: Vec<Chunk> = connection.output.drain(..).collect();
         connection.front_progress = 0;
         connection.flags &= !WRITE_WAITING;
-        for chunk in chunks {
-            self.recycle_chunk(chunk);
+        for chunk in connection.output.drain(..) {
+            self.output_pools.recycle(chunk);
         }
     }
 
@@ -511,11 +472,7 @@ impl<P: Poller> ReadinessDriver<P> {
             front_progress: 0,
             recv_limit: 0,
         });
-        if slot >= self.generations.len() {
-            self.generations.resize(slot + 1, 0);
-        }
-        let generation = self.generations[slot];
-        self.generations[slot] = generation.wrapping_add(1);
+        let generation = self.generations.next(slot);
         if let Err(error) = self.poller.register(fd, slot, interest) {
             self.connections.remove(slot);
             self.counters.close_calls += 1;
@@ -553,18 +510,8 @@ impl<P: Poller> ReadinessDriver<P> {
         if !self.completions.is_empty() || !self.listeners_ready.is_empty() {
             return Some(Duration::ZERO);
         }
-        let mut timeout = requested;
-        let mut consider = |deadline: Instant| {
-            let until = deadline.saturating_duration_since(self.now);
-            timeout = Some(timeout.map_or(until, |current| current.min(until)));
-        };
-        if let Some(deadline) = self.timers.next_deadline_hint() {
-            consider(deadline);
-        }
-        if let Some(deadline) = self.accept_paused_until {
-            consider(deadline);
-        }
-        timeout
+        let deadlines = [self.timers.next_deadline_hint(), self.accept_paused_until];
+        until_earliest(requested, self.now, deadlines)
     }
 }
 
@@ -697,16 +644,9 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         if chunk.is_empty() {
             return;
         }
-        let pooled = &mut self.queue_pool;
-        let Some(connection) = current(&mut self.connections, id) else {
-            return;
-        };
-        if connection.output.capacity() == 0
-            && let Some(queue) = pooled.pop()
-        {
-            connection.output = queue;
+        if let Some(connection) = current(&mut self.connections, id) {
+            self.output_pools.enqueue(&mut connection.output, chunk);
         }
-        connection.output.push_back(chunk);
     }
 
     fn flush(&mut self, id: ConnectionId) -> Flush {
@@ -776,15 +716,13 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         }
         self.splice_closed(id.slot);
         self.drop_output(id.index());
-        let Some(connection) = self.connections.remove(id.index()) else {
+        let Some(mut connection) = self.connections.remove(id.index()) else {
             return;
         };
         if let Some(timer) = connection.timer {
             self.timers.cancel(timer);
         }
-        if connection.output.capacity() > 0 && self.queue_pool.len() < MAX_POOLED {
-            self.queue_pool.push(connection.output);
-        }
+        self.output_pools.keep_queue(&mut connection.output);
         let _ = if P::FORGETS_ON_CLOSE {
             self.poller.forget(connection.fd)
         } else {
@@ -877,17 +815,9 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     }
 
     fn next_completion(&mut self) -> Option<Completion> {
-        while let Some(completion) = self.completions.pop_front() {
-            match completion.connection() {
-                Some(id) if !self.is_current(id) => {
-                    if let Completion::Received { buffer, .. } = completion {
-                        self.buffers.give_back(buffer);
-                    }
-                }
-                _ => return Some(completion),
-            }
-        }
-        None
+        let connections = &self.connections;
+        let is_current = |id| is_current(connections, id);
+        next_current(&mut self.completions, &mut self.buffers, is_current)
     }
 
     fn now(&self) -> Instant {
@@ -899,9 +829,7 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     }
 
     fn take_vec(&mut self) -> Vec<u8> {
-        self.vec_pool
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(512))
+        self.output_pools.take_vec()
     }
 
     fn counters(&self) -> LoopCounters {

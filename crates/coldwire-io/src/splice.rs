@@ -21,31 +21,20 @@
 //! - a pipe goes back to the pool only when empty (it would leak bytes into the next
 //!   transfer); closing either connection ends its transfers.
 
-use std::collections::HashMap;
 use std::io;
 
 use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
-use crate::driver::{Completion, ConnectionId};
-use crate::pipe_pool::{Pipe, PipePool, read_into, splice, tee};
+use crate::driver::ConnectionId;
+use crate::pipe_pool::{Pipe, read_into, splice, tee};
 use crate::poller::Poller;
-
-/// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
-pub(super) const UNTIL_END: u64 = u64::MAX;
+use crate::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
 
 /// What `splice_backlog` starts from for an unbounded transfer (far above any real body,
 /// far below overflow when added to queued bytes).
 const UNBOUNDED_BACKLOG: u64 = 1 << 62;
 
-/// Most bytes reserved up front for a copy.
-const COPY_RESERVE_MAX: u64 = 64 << 20;
-
-struct Transfer {
-    source: ConnectionId,
-    destination: ConnectionId,
-    remaining: u64,
-    in_pipe: usize,
-    pipe: Pipe,
-    copy: Option<(Pipe, Vec<u8>)>,
+/// What a readiness transfer keeps besides the shared [`crate::splice_table::Transfer`].
+pub(super) struct Pumping {
     /// Bytes in the copy pipe not yet duplicated into `pipe` (see `pump_once`).
     copy_pending: usize,
     source_ended: bool,
@@ -53,29 +42,12 @@ struct Transfer {
     sent: u64,
 }
 
-/// The running transfers of one driver and its pipe pool.
-pub(super) struct Splices {
-    transfers: HashMap<u32, Transfer>,
-    /// Slot of a source → slot of the destination whose transfer reads it.
-    sources: HashMap<u32, u32>,
-    pipes: PipePool,
-    copies: HashMap<ConnectionId, Vec<u8>>,
-}
+/// The running transfers of one readiness driver.
+pub(super) type Splices = SpliceTable<Pumping>;
 
-impl Splices {
-    /// No transfers; pipes of `pipe_size` bytes, at most `max_free_pipes` kept.
-    pub(super) fn new(pipe_size: usize, max_free_pipes: usize) -> Splices {
-        Splices {
-            transfers: HashMap::new(),
-            sources: HashMap::new(),
-            pipes: PipePool::new(pipe_size, max_free_pipes),
-            copies: HashMap::new(),
-        }
-    }
-
-    /// True when no transfer runs (the common case: one map lookup skipped).
-    pub(super) fn is_idle(&self) -> bool {
-        self.transfers.is_empty()
+impl TransferState for Pumping {
+    fn copy_pipe_empty(&self) -> bool {
+        self.copy_pending == 0
     }
 }
 
@@ -94,54 +66,20 @@ impl<P: Poller> ReadinessDriver<P> {
         length: u64,
         keep_copy: bool,
     ) -> io::Result<()> {
-        let invalid = |why| Err(io::Error::new(io::ErrorKind::InvalidInput, why));
-        if source == destination {
-            return invalid("a splice needs two connections");
-        }
-        if current(&mut self.connections, source).is_none() {
-            return invalid("the source connection is closed");
-        }
-        let Some(target) = current(&mut self.connections, destination) else {
-            return invalid("the destination connection is closed");
+        let source_open = current(&mut self.connections, source).is_some();
+        let destination_queued =
+            current(&mut self.connections, destination).map(|target| !target.output.is_empty());
+        check_call(source, destination, source_open, destination_queued)?;
+        let pipes = self
+            .splices
+            .take_pipes(source, destination, length, keep_copy)?;
+        let state = Pumping {
+            copy_pending: 0,
+            source_ended: false,
+            sent: 0,
         };
-        if !target.output.is_empty() {
-            return invalid("the destination still has queued output");
-        }
-        if self.splices.transfers.contains_key(&destination.slot)
-            || self.splices.sources.contains_key(&source.slot)
-        {
-            return invalid("a splice is already running on this connection");
-        }
-        let pipe = self.splices.pipes.take()?;
-        let copy = if keep_copy {
-            // The whole body is collected: reserve it once (bounded, in case of a huge
-            // or unbounded length) instead of growing and copying it step by step.
-            let reserve = usize::try_from(length.min(COPY_RESERVE_MAX)).unwrap_or(0);
-            match self.splices.pipes.take() {
-                Ok(copy_pipe) => Some((copy_pipe, Vec::with_capacity(reserve))),
-                Err(error) => {
-                    self.splices.pipes.give_back(pipe, true);
-                    return Err(error);
-                }
-            }
-        } else {
-            None
-        };
-        self.splices.transfers.insert(
-            destination.slot,
-            Transfer {
-                source,
-                destination,
-                remaining: length,
-                in_pipe: 0,
-                pipe,
-                copy,
-                copy_pending: 0,
-                source_ended: false,
-                sent: 0,
-            },
-        );
-        self.splices.sources.insert(source.slot, destination.slot);
+        let transfer = Transfer::new(source, destination, length, pipes, state);
+        self.splices.insert(transfer);
         if length == 0 {
             self.finish_transfer(destination.slot, None);
             return Ok(());
@@ -155,10 +93,7 @@ impl<P: Poller> ReadinessDriver<P> {
         if self.splices.is_idle() {
             return;
         }
-        if self.splices.transfers.contains_key(&slot) {
-            self.pump(slot);
-        }
-        if let Some(&destination) = self.splices.sources.get(&slot) {
+        for destination in self.splices.involving(slot).into_iter().flatten() {
             self.pump(destination);
         }
     }
@@ -169,13 +104,10 @@ impl<P: Poller> ReadinessDriver<P> {
         if self.splices.is_idle() {
             return;
         }
-        if self.splices.transfers.contains_key(&slot) {
-            self.drop_transfer(slot);
-        }
-        if let Some(destination) = self.splices.sources.get(&slot).copied() {
+        for destination in self.splices.involving(slot).into_iter().flatten() {
             self.drop_transfer(destination);
         }
-        self.splices.copies.retain(|id, _| id.slot != slot);
+        self.splices.forget_copies(slot);
     }
 
     /// Bytes a running transfer still has to deliver to `destination` (in its pipe and
@@ -184,82 +116,49 @@ impl<P: Poller> ReadinessDriver<P> {
     /// large figure that falls by every byte written (`UNBOUNDED_BACKLOG − sent`), so a
     /// stalled-write check still sees its progress.
     pub(super) fn splice_backlog(&self, destination: ConnectionId) -> u64 {
-        self.splices
-            .transfers
-            .get(&destination.slot)
-            .filter(|transfer| transfer.destination == destination)
-            .map_or(0, |transfer| {
-                if transfer.remaining == UNTIL_END {
-                    UNBOUNDED_BACKLOG.saturating_sub(transfer.sent)
-                } else {
-                    transfer
-                        .remaining
-                        .saturating_add((transfer.in_pipe + transfer.copy_pending) as u64)
-                }
-            })
+        self.splices.running(destination).map_or(0, |transfer| {
+            if transfer.remaining == UNTIL_END {
+                UNBOUNDED_BACKLOG.saturating_sub(transfer.state.sent)
+            } else {
+                transfer
+                    .remaining
+                    .saturating_add((transfer.in_pipe + transfer.state.copy_pending) as u64)
+            }
+        })
     }
 
     /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
     pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
         self.splices
-            .transfers
-            .get(&destination.slot)
-            .filter(|transfer| transfer.destination == destination)
-            .map_or(0, |transfer| transfer.sent)
+            .running(destination)
+            .map_or(0, |transfer| transfer.state.sent)
     }
 
     /// The copy kept by a finished transfer to `destination`.
     pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.splices.copies.remove(&destination)
+        self.splices.take_copy(destination)
     }
 
+    /// Removes a transfer, releasing its pipes; both connections' hints are their own again.
     fn drop_transfer(&mut self, destination_slot: u32) {
-        let Some(transfer) = self.splices.transfers.remove(&destination_slot) else {
+        let Some((source, destination)) = self.splices.remove(destination_slot) else {
             return;
         };
-        self.splices.sources.remove(&transfer.source.slot);
-        for (id, flag) in [
-            (transfer.source, SPLICE_READ),
-            (transfer.destination, SPLICE_WRITE),
-        ] {
+        for (id, flag) in [(source, SPLICE_READ), (destination, SPLICE_WRITE)] {
             if let Some(connection) = current(&mut self.connections, id) {
                 connection.flags &= !flag;
             }
             self.update_interest(id);
         }
-        let empty = transfer.in_pipe == 0;
-        self.splices.pipes.give_back(transfer.pipe, empty);
-        if let Some((copy_pipe, _)) = transfer.copy {
-            self.splices
-                .pipes
-                .give_back(copy_pipe, transfer.copy_pending == 0);
-        }
     }
 
     fn finish_transfer(&mut self, destination_slot: u32, error: Option<io::Error>) {
-        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+        let Some((destination, copy)) = self.splices.take_result(destination_slot) else {
             return;
         };
-        let destination = transfer.destination;
-        let copy = transfer
-            .copy
-            .as_mut()
-            .map(|(_, bytes)| std::mem::take(bytes));
         self.drop_transfer(destination_slot);
-        match error {
-            None => {
-                if let Some(copy) = copy {
-                    self.splices.copies.insert(destination, copy);
-                }
-                self.completions.push_back(Completion::Sent {
-                    connection: destination,
-                });
-            }
-            Some(error) => self.completions.push_back(Completion::Failed {
-                connection: destination,
-                error,
-            }),
-        }
+        let completion = self.splices.completion(destination, copy, error);
+        self.completions.push_back(completion);
     }
 
     fn pump(&mut self, destination_slot: u32) {
@@ -270,10 +169,10 @@ impl<P: Poller> ReadinessDriver<P> {
                     return;
                 };
                 let (source, destination) = (transfer.source, transfer.destination);
-                let wants_read = !transfer.source_ended
+                let wants_read = !transfer.state.source_ended
                     && transfer.remaining > 0
                     && transfer.in_pipe < transfer.pipe.capacity
-                    && transfer.copy_pending == 0;
+                    && transfer.state.copy_pending == 0;
                 let wants_write = transfer.in_pipe > 0;
                 if let Some(connection) = current(&mut self.connections, source) {
                     connection.flags = (connection.flags & !SPLICE_READ)
@@ -314,7 +213,7 @@ impl<P: Poller> ReadinessDriver<P> {
             // With a copy, source bytes land in the copy pipe first; `tee` appends them to
             // the main pipe and exactly the bytes it took are read out, so the copy pipe's
             // start is always the first byte not yet duplicated.
-            if transfer.copy_pending > 0
+            if transfer.state.copy_pending > 0
                 && let Some((copy_pipe, bytes)) = transfer.copy.as_mut()
             {
                 let room = transfer.pipe.capacity.saturating_sub(transfer.in_pipe);
@@ -322,7 +221,7 @@ impl<P: Poller> ReadinessDriver<P> {
                     match tee(
                         copy_pipe.read,
                         transfer.pipe.write,
-                        transfer.copy_pending.min(room),
+                        transfer.state.copy_pending.min(room),
                     ) {
                         Ok(0) => {}
                         Ok(teed) => {
@@ -330,7 +229,7 @@ impl<P: Poller> ReadinessDriver<P> {
                                 break Err(error);
                             }
                             progressed = true;
-                            transfer.copy_pending -= teed;
+                            transfer.state.copy_pending -= teed;
                             transfer.in_pipe += teed;
                         }
                         // The main pipe is out of slots: it drains to the destination first.
@@ -340,7 +239,7 @@ impl<P: Poller> ReadinessDriver<P> {
                 }
             }
             let (target, room) = match transfer.copy.as_ref() {
-                Some((copy_pipe, _)) if transfer.copy_pending == 0 => (
+                Some((copy_pipe, _)) if transfer.state.copy_pending == 0 => (
                     copy_pipe.write,
                     transfer.pipe.capacity.saturating_sub(transfer.in_pipe),
                 ),
@@ -350,7 +249,7 @@ impl<P: Poller> ReadinessDriver<P> {
                     transfer.pipe.capacity.saturating_sub(transfer.in_pipe),
                 ),
             };
-            if !transfer.source_ended
+            if !transfer.state.source_ended
                 && transfer.remaining > 0
                 && room > 0
                 && source_flags & MAY_READ != 0
@@ -359,7 +258,7 @@ impl<P: Poller> ReadinessDriver<P> {
                 self.counters.recv_calls += 1;
                 match splice(source_fd, target, want, false) {
                     Ok(0) => {
-                        transfer.source_ended = true;
+                        transfer.state.source_ended = true;
                         if transfer.remaining != UNTIL_END {
                             break Err(io::Error::new(
                                 io::ErrorKind::UnexpectedEof,
@@ -374,7 +273,7 @@ impl<P: Poller> ReadinessDriver<P> {
                             transfer.remaining -= moved as u64;
                         }
                         if transfer.copy.is_some() {
-                            transfer.copy_pending += moved;
+                            transfer.state.copy_pending += moved;
                         } else {
                             transfer.in_pipe += moved;
                         }
@@ -387,13 +286,13 @@ impl<P: Poller> ReadinessDriver<P> {
                 }
             }
             if transfer.in_pipe > 0 && destination_flags & MAY_WRITE != 0 {
-                let more = transfer.remaining > 0 && !transfer.source_ended;
+                let more = transfer.remaining > 0 && !transfer.state.source_ended;
                 self.counters.send_calls += 1;
                 match splice(transfer.pipe.read, destination_fd, transfer.in_pipe, more) {
                     Ok(moved) => {
                         progressed |= moved > 0;
                         self.counters.bytes_sent += moved as u64;
-                        transfer.sent += moved as u64;
+                        transfer.state.sent += moved as u64;
                         transfer.in_pipe -= moved;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
@@ -403,9 +302,9 @@ impl<P: Poller> ReadinessDriver<P> {
                     Err(error) => break Err(error),
                 }
             }
-            if (transfer.remaining == 0 || transfer.source_ended)
+            if (transfer.remaining == 0 || transfer.state.source_ended)
                 && transfer.in_pipe == 0
-                && transfer.copy_pending == 0
+                && transfer.state.copy_pending == 0
             {
                 break Ok(true);
             }

@@ -3,13 +3,14 @@
 //! `match` here instantiates the monomorphised loop — and the optional stats endpoint, and
 //! stops them gracefully.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use coldwire_io::{Driver, DriverConfig, UringOptions, Waker};
+use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::admin::serve_admin;
@@ -71,11 +72,7 @@ pub(crate) fn bind(address: SocketAddr, backlog: i32) -> Result<TcpListener, Ser
 impl RunningServer {
     /// Starts the server described by `config`.
     pub fn start(config: ServeConfig) -> Result<RunningServer, ServerError> {
-        let open_files_limit =
-            system::raise_open_files_limit().map_err(|source| ServerError::System {
-                context: "cannot raise the open-files limit",
-                source,
-            })?;
+        let open_files_limit = raise_open_files_limit()?;
         if !config.root.is_dir() {
             let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
             return Err(ServerError::Root {
@@ -83,36 +80,10 @@ impl RunningServer {
                 source,
             });
         }
-        config
-            .backend
-            .probe()
-            .map_err(|source| ServerError::Backend {
-                backend: config.backend.name(),
-                source,
-            })?;
+        probe_backend(config.backend)?;
         let workers = config.workers.max(1);
-        let first = bind(config.listen, config.backlog)?;
-        let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
-            address: config.listen,
-            source,
-        })?;
-        let mut listeners = vec![first];
-        for _ in 1..workers {
-            listeners.push(bind(local_addr, config.backlog)?);
-        }
-        let access_log = match &config.access_log {
-            Some(path) => Some(Arc::new(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|source| ServerError::AccessLog {
-                        path: path.clone(),
-                        source,
-                    })?,
-            )),
-            None => None,
-        };
+        let (listeners, local_addr) = bind_workers(config.listen, config.backlog, workers)?;
+        let access_log = open_access_log(config.access_log.as_deref())?;
         let stats = Arc::new(Stats::new(config.backend.name(), workers));
         let stop = Arc::new(AtomicBool::new(false));
         let admin_listener = bind_admin(config.admin)?;
@@ -120,11 +91,11 @@ impl RunningServer {
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
         let config = Arc::new(config);
-        let driver_config = DriverConfig {
-            max_connections: config.max_connections.div_ceil(workers),
-            buffer_size: config.limits.max_head_bytes.max(16 * 1024),
-            ..DriverConfig::default()
-        };
+        let driver_config = worker_driver_config(
+            config.max_connections,
+            workers,
+            config.limits.max_head_bytes,
+        );
         let mut wakers = Vec::new();
         let mut threads = Vec::new();
         for (index, listener) in listeners.into_iter().enumerate() {
@@ -193,6 +164,69 @@ impl RunningServer {
     /// Waits for every worker to finish; the first worker error is returned.
     pub fn join(self) -> Result<(), ServerError> {
         join_all(self.workers, &self.stop, self.admin, self.admin_addr)
+    }
+}
+
+/// Raises the open-files soft limit to the hard limit (every connection is a descriptor);
+/// the new soft limit.
+pub(crate) fn raise_open_files_limit() -> Result<u64, ServerError> {
+    system::raise_open_files_limit().map_err(|source| ServerError::System {
+        context: "cannot raise the open-files limit",
+        source,
+    })
+}
+
+/// Checks that `backend` works on this machine, so that a start fails with its reason
+/// rather than every worker.
+pub(crate) fn probe_backend(backend: Backend) -> Result<(), ServerError> {
+    backend.probe().map_err(|source| ServerError::Backend {
+        backend: backend.name(),
+        source,
+    })
+}
+
+/// One `SO_REUSEPORT` listener per worker, all on `listen` (port 0: the port the first one
+/// got), and that address.
+pub(crate) fn bind_workers(
+    listen: SocketAddr,
+    backlog: i32,
+    workers: usize,
+) -> Result<(Vec<TcpListener>, SocketAddr), ServerError> {
+    let first = bind(listen, backlog)?;
+    let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
+        address: listen,
+        source,
+    })?;
+    let mut listeners = vec![first];
+    for _ in 1..workers {
+        listeners.push(bind(local_addr, backlog)?);
+    }
+    Ok((listeners, local_addr))
+}
+
+/// Opens the access log the workers share, appending (created if missing).
+pub(crate) fn open_access_log(path: Option<&Path>) -> Result<Option<Arc<File>>, ServerError> {
+    path.map(|path| {
+        let file = OpenOptions::new().create(true).append(true).open(path);
+        file.map(Arc::new).map_err(|source| ServerError::AccessLog {
+            path: path.to_path_buf(),
+            source,
+        })
+    })
+    .transpose()
+}
+
+/// The driver settings of one of `workers`: its share of the connection limit, and
+/// receive buffers that hold a whole request head (at least 16 KiB).
+pub(crate) fn worker_driver_config(
+    max_connections: usize,
+    workers: usize,
+    max_head_bytes: usize,
+) -> DriverConfig {
+    DriverConfig {
+        max_connections: max_connections.div_ceil(workers),
+        buffer_size: max_head_bytes.max(16 * 1024),
+        ..DriverConfig::default()
     }
 }
 

@@ -68,6 +68,23 @@ struct Worker<D: Driver> {
     open: usize,
 }
 
+/// How long a worker's loop may wait for events when nothing else is due (`serve` and
+/// `proxy` alike): until the drain deadline, and at most a second while access-log lines
+/// are buffered, so that they go out even when the server is quiet.
+pub(crate) fn loop_timeout(
+    now: Instant,
+    drain_deadline: Option<Instant>,
+    log: Option<&AccessLog>,
+) -> Option<Duration> {
+    let left = drain_deadline.map(|deadline| deadline.saturating_duration_since(now));
+    if log.is_some_and(AccessLog::has_pending) {
+        let second = Duration::from_secs(1);
+        Some(left.map_or(second, |left| left.min(second)))
+    } else {
+        left
+    }
+}
+
 /// Runs a worker until shutdown completes.
 pub fn run_worker<D: Driver>(mut driver: D, context: WorkerContext) -> io::Result<()> {
     let config = context.config;
@@ -131,16 +148,7 @@ impl<D: Driver> Worker<D> {
     }
 
     fn wait_timeout(&self) -> Option<Duration> {
-        let now = self.driver.now();
-        let mut timeout = None;
-        if self.log.as_ref().is_some_and(AccessLog::has_pending) {
-            timeout = Some(Duration::from_secs(1));
-        }
-        if let Some(deadline) = self.drain_deadline {
-            let left = deadline.saturating_duration_since(now);
-            timeout = Some(timeout.map_or(left, |current: Duration| current.min(left)));
-        }
-        timeout
+        loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref())
     }
 
     fn publish(&mut self) {

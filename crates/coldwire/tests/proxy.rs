@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use proxy_support::{
-    Origin, Proxy, body_of, connect, connect_through, curl, header, read_once, read_rest,
-    start_echo_server, via_proxy,
+    Origin, Proxy, body_of, connect, connect_through, curl, curl_sha256, expected_sha256s, header,
+    read_once, read_rest, start_echo_server, via_proxy,
 };
 
 macro_rules! backend_tests {
@@ -429,30 +429,13 @@ fn garbage_request_gets_400(backend: &str) {
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"));
 }
 
-fn sha256_of_file(path: &std::path::Path) -> String {
-    let output = Command::new("sha256sum")
-        .arg(path)
-        .output()
-        .expect("sha256sum (coreutils)");
-    String::from_utf8_lossy(&output.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// 1 MiB and 64 MiB bodies through copy, splice and splice+tee (cache on), as a miss and,
 /// when cached, as a hit: the SHA-256 of what curl receives equals the origin's.
 fn bodies_are_identical_through_every_data_path(backend: &str) {
     let origin = Origin::start();
     let directory = tempfile::tempdir().unwrap();
     let sizes = [1usize << 20, 64 << 20];
-    let mut expected = Vec::new();
-    for size in sizes {
-        let path = directory.path().join(format!("expected-{size}"));
-        std::fs::write(&path, body_of(size)).unwrap();
-        expected.push(sha256_of_file(&path));
-    }
+    let expected = expected_sha256s(directory.path(), &sizes);
     let paths: [(&str, &[&str]); 4] = [
         ("copy", &["--data-path", "copy", "--cache-bytes", "0"]),
         (
@@ -476,14 +459,9 @@ fn bodies_are_identical_through_every_data_path(backend: &str) {
             let path = format!("/big?n={size}&path={name}");
             let url = origin.url(&path);
             for round in 0..rounds {
-                let received = directory.path().join("received");
-                let output = curl(&["-x", &proxy.url(), "-o", received.to_str().unwrap(), &url]);
-                assert_eq!(output.code, 0, "{name}, {size} bytes, round {round}");
-                assert_eq!(
-                    &sha256_of_file(&received),
-                    expected,
-                    "{name}, {size} bytes, round {round}"
-                );
+                let (code, received) = curl_sha256(directory.path(), &["-x", &proxy.url(), &url]);
+                assert_eq!(code, 0, "{name}, {size} bytes, round {round}");
+                assert_eq!(&received, expected, "{name}, {size} bytes, round {round}");
             }
             let requests = origin.requests(&path);
             assert_eq!(

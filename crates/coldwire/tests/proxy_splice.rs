@@ -16,13 +16,14 @@ mod proxy_support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Command;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use proxy_support::{Proxy, backend_available, body_of, curl};
+use proxy_support::{
+    Proxy, backend_available, body_of, curl, curl_sha256, expected_sha256s, spawn_server,
+};
 
 macro_rules! backend_tests {
     ($($backend:ident),+ $(,)?) => {
@@ -66,16 +67,7 @@ struct RawOrigin {
 
 impl RawOrigin {
     fn start() -> RawOrigin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let requests: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-        let shared = requests.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let requests = shared.clone();
-                thread::spawn(move || serve(stream, &requests));
-            }
-        });
+        let (address, requests) = spawn_server(serve);
         RawOrigin { address, requests }
     }
 
@@ -174,18 +166,6 @@ fn send_chunked(writer: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
     writer.flush()
 }
 
-fn sha256_of_file(path: &std::path::Path) -> String {
-    let output = Command::new("sha256sum")
-        .arg(path)
-        .output()
-        .expect("sha256sum (coreutils)");
-    String::from_utf8_lossy(&output.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// 1 MiB and 64 MiB chunked and close-delimited bodies through `--data-path splice`
 /// without and with the cache (tee): SHA-256 equal to the origin's, and a cached one
 /// served again without asking the origin.
@@ -193,12 +173,7 @@ fn chunked_and_close_delimited_bodies_are_identical_through_splice(backend: &str
     let origin = RawOrigin::start();
     let directory = tempfile::tempdir().unwrap();
     let sizes = [1usize << 20, 64 << 20];
-    let mut expected = Vec::new();
-    for size in sizes {
-        let path = directory.path().join(format!("expected-{size}"));
-        std::fs::write(&path, body_of(size)).unwrap();
-        expected.push(sha256_of_file(&path));
-    }
+    let expected = expected_sha256s(directory.path(), &sizes);
     let variants: [(&str, &[&str]); 2] = [
         ("splice", &["--cache-bytes", "0"]),
         ("splice+tee", &["--max-object-bytes", "100000000"]),
@@ -229,17 +204,15 @@ fn chunked_and_close_delimited_bodies_are_identical_through_splice(backend: &str
                     1
                 };
                 for round in 0..rounds {
-                    let received = directory.path().join("received");
                     // A generous time limit: 64 MiB through a debug build on a busy machine.
                     let mut all = vec!["--max-time", "180", "-x", &proxy_url];
-                    all.extend(["-o", received.to_str().unwrap()]);
                     all.extend_from_slice(curl_args);
                     let url = origin.url(&path);
                     all.push(&url);
-                    let output = curl(&all);
+                    let (code, received) = curl_sha256(directory.path(), &all);
                     let what = format!("{variant} {path} round {round}");
-                    assert_eq!(output.code, 0, "curl failed: {what}");
-                    assert_eq!(&sha256_of_file(&received), expected, "{what}");
+                    assert_eq!(code, 0, "curl failed: {what}");
+                    assert_eq!(&received, expected, "{what}");
                 }
                 assert_eq!(
                     origin.requests(&path),

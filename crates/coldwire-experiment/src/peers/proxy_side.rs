@@ -10,13 +10,13 @@
 
 use std::time::Duration;
 
-use coldwire_report::{ExperimentRecord, Scale, Table};
+use coldwire_report::{ExperimentRecord, Scale, Series, Table};
 use serde::{Deserialize, Serialize};
 
 use super::contenders::{Contender, Running, Target, measure, start};
 use super::origin::{Origin, get};
 use crate::RunContext;
-use crate::bench_result::BenchDocument;
+use crate::bench_result::BenchPhase;
 use crate::figures::{axis, figure, series, short, thousands};
 use crate::serve::{DocumentRoot, Pinning};
 
@@ -82,6 +82,28 @@ struct ProxyPoint {
     origin_requests: Option<u64>,
 }
 
+/// One series per contender (named in `names`, by index): `pick` of its points against
+/// object size.
+fn by_contender(
+    names: &[String],
+    points: &[ProxyPoint],
+    pick: fn(&ProxyPoint) -> f64,
+) -> Vec<Series> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            series(
+                name,
+                points
+                    .iter()
+                    .filter(|point| point.contender == index)
+                    .map(|point| (point.size as f64, pick(point))),
+            )
+        })
+        .collect()
+}
+
 /// Cache-hit throughput of coldwire and `peers`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_hits(
@@ -93,127 +115,67 @@ pub(crate) fn run_hits(
     raw_files: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<String> {
-    let origin = Origin::start(
-        &context.coldwire,
-        &parameters.object_bytes,
-        pinning.generator_cpu,
-    )?;
-    let target = Target {
-        coldwire: &context.coldwire,
-        root: origin.root(),
-        origin: Some(origin.address()),
-        cpu: pinning.server_cpu,
-    };
     let mut contenders = vec![Contender::ColdwireProxy {
         label: "coldwire".into(),
         flags: Vec::new(),
     }];
     contenders.extend(peers.iter().cloned());
-    let mut points = Vec::new();
-    for &size in &parameters.object_bytes {
-        let path = format!("/{}", DocumentRoot::file_name(size));
-        for (index, contender) in contenders.iter().enumerate() {
-            let name = contender.name();
-            context.progress(&format!("cache hits: {name}, {size}-byte object"));
-            let stem = format!("hits-{}-{size}", slug(&name));
-            let result = start(contender, &target).and_then(|mut running| {
-                fill(&running, &path, size)?;
-                let args = vec![
-                    format!("--url=http://{}{path}", running.address),
-                    "--rate=max".to_owned(),
-                    format!("--connections={}", parameters.connections),
-                    format!("--warmup={}", parameters.warmup),
-                    format!("--duration={}", parameters.duration),
-                ];
-                let seconds = parameters.warmup + parameters.duration;
-                measure_counting_origin(
-                    context,
-                    &mut running,
-                    &origin,
-                    args,
-                    pinning.generator_cpu,
-                    &stem,
-                    seconds,
-                )
-            });
-            match result {
-                Ok(((document, raw), origin_requests)) => {
-                    raw_files.push(raw);
-                    raw_files.push(format!("raw/{stem}.txt"));
-                    let phase = document.phase()?;
-                    if phase.errors_total > 0 {
-                        warnings.push(format!(
-                            "cache hits, {name}, {size} B: {} requests failed",
-                            phase.errors_total
-                        ));
-                    }
-                    if let Some(misses) = origin_requests
-                        && misses as f64 > 0.01 * phase.sent_requests as f64
-                    {
-                        warnings.push(format!(
-                            "cache hits, {name}, {size} B: the origin answered {misses} requests during the run — \
-                             not every request was a hit"
-                        ));
-                    }
-                    let cpu_us = phase
-                        .server
-                        .map_or(f64::NAN, |server| server.cpu_us_per_request);
-                    context.progress(&format!(
-                        "  {} requests/s, {} µs CPU/request, origin saw {}",
-                        thousands(phase.achieved_rate),
-                        short(cpu_us),
-                        origin_requests.map_or("?".into(), |count| count.to_string())
-                    ));
-                    if let Some(server) = phase.server
-                        && server.cpu_cores < 0.85
-                    {
-                        warnings.push(format!(
-                            "cache hits, {name}, {size} B: the proxy used only {:.2} of its core (its threads \
-                             waited {:.1} s for a CPU) — other work on the machine or the generator set the pace, \
-                             so this throughput is the share of the CPU it got: compare CPU per request",
-                            server.cpu_cores, server.runqueue_wait_seconds
-                        ));
-                    }
-                    points.push(ProxyPoint {
-                        contender: index,
-                        size,
-                        throughput: phase.achieved_rate,
-                        cpu_us,
-                        origin_requests,
-                    });
-                }
-                Err(error) => {
-                    let message = format!("cache hits, {name}, {size} B: skipped: {error:#}");
-                    context.progress(&format!("warning: {message}"));
-                    warnings.push(message);
-                }
+    let sweep = Sweep {
+        label: "cache hits",
+        stem: "hits",
+        object_bytes: &parameters.object_bytes,
+        load: vec!["--rate=max".to_owned()],
+        connections: parameters.connections,
+        warmup: parameters.warmup,
+        duration: parameters.duration,
+        fill: true,
+    };
+    let points = sweep.run(
+        context,
+        &contenders,
+        pinning,
+        raw_files,
+        warnings,
+        |point, warnings| {
+            let phase = point.phase;
+            if let Some(misses) = point.origin_requests
+                && misses as f64 > 0.01 * phase.sent_requests as f64
+            {
+                warnings.push(format!(
+                    "{}: the origin answered {misses} requests during the run — not every \
+                     request was a hit",
+                    point.about
+                ));
             }
-        }
-    }
+            context.progress(&format!(
+                "  {} requests/s, {} µs CPU/request, origin saw {}",
+                thousands(phase.achieved_rate),
+                short(point.cpu_us),
+                point
+                    .origin_requests
+                    .map_or("?".into(), |count| count.to_string())
+            ));
+            if let Some(server) = phase.server
+                && server.cpu_cores < 0.85
+            {
+                warnings.push(format!(
+                    "{}: the proxy used only {:.2} of its core (its threads waited {:.1} s for a \
+                     CPU) — other work on the machine or the generator set the pace, so this \
+                     throughput is the share of the CPU it got: compare CPU per request",
+                    point.about, server.cpu_cores, server.runqueue_wait_seconds
+                ));
+            }
+        },
+    )?;
     anyhow::ensure!(!points.is_empty(), "no cache-hit point could be measured");
     let names: Vec<String> = contenders.iter().map(Contender::name).collect();
-    let lines = |pick: fn(&ProxyPoint) -> f64| {
-        names
-            .iter()
-            .enumerate()
-            .map(|(index, name)| {
-                series(
-                    name,
-                    points
-                        .iter()
-                        .filter(|point| point.contender == index)
-                        .map(|point| (point.size as f64, pick(point))),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
     record.figures.push(figure(
         "hits-throughput",
         "Cache-hit throughput vs object size, one proxy core",
         None,
         axis("object size", "bytes", Scale::Log),
         axis("cache hits per second", "requests/s", Scale::Linear),
-        lines(|point| point.throughput),
+        by_contender(&names, &points, |point| point.throughput),
         "Closed loop, keep-alive, every request a hit (the origin's counter is checked).",
     ));
     record.figures.push(figure(
@@ -222,7 +184,7 @@ pub(crate) fn run_hits(
         None,
         axis("object size", "bytes", Scale::Log),
         axis("proxy CPU per request", "µs", Scale::Log),
-        lines(|point| point.cpu_us),
+        by_contender(&names, &points, |point| point.cpu_us),
         "",
     ));
     let mut rows = Vec::new();
@@ -306,7 +268,6 @@ pub(crate) fn run_hits(
         ],
         rows,
     });
-    drop(origin);
     Ok(format!(
         "Cache hits: coldwire proxy and {} as reverse proxies with a memory cache in front of coldwire serve \
          (objects of {}, Last-Modified in 2020 so every cache keeps them fresh), one worker/process/thread \
@@ -337,90 +298,49 @@ pub(crate) fn run_misses(
     raw_files: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<String> {
-    let origin = Origin::start(
-        &context.coldwire,
-        &parameters.object_bytes,
-        pinning.generator_cpu,
-    )?;
-    let target = Target {
-        coldwire: &context.coldwire,
-        root: origin.root(),
-        origin: Some(origin.address()),
-        cpu: pinning.server_cpu,
+    let sweep = Sweep {
+        label: "0% hits",
+        stem: "misses",
+        object_bytes: &parameters.object_bytes,
+        load: vec![
+            format!("--rate={}", parameters.rate),
+            "--arrivals=constant".to_owned(),
+        ],
+        connections: parameters.connections,
+        warmup: parameters.warmup,
+        duration: parameters.duration,
+        fill: false,
     };
-    let mut points = Vec::new();
-    for &size in &parameters.object_bytes {
-        let path = format!("/{}", DocumentRoot::file_name(size));
-        for (index, contender) in contenders.iter().enumerate() {
-            let name = contender.name();
-            context.progress(&format!("0% hits: {name}, {size}-byte object"));
-            let stem = format!("misses-{}-{size}", slug(&name));
-            let result = start(contender, &target).and_then(|mut running| {
-                let args = vec![
-                    format!("--url=http://{}{path}", running.address),
-                    format!("--rate={}", parameters.rate),
-                    "--arrivals=constant".to_owned(),
-                    format!("--connections={}", parameters.connections),
-                    format!("--warmup={}", parameters.warmup),
-                    format!("--duration={}", parameters.duration),
-                ];
-                let seconds = parameters.warmup + parameters.duration;
-                measure_counting_origin(
-                    context,
-                    &mut running,
-                    &origin,
-                    args,
-                    pinning.generator_cpu,
-                    &stem,
-                    seconds,
-                )
-            });
-            match result {
-                Ok(((document, raw), origin_requests)) => {
-                    raw_files.push(raw);
-                    raw_files.push(format!("raw/{stem}.txt"));
-                    let phase = document.phase()?;
-                    if phase.errors_total > 0 {
-                        warnings.push(format!(
-                            "0% hits, {name}, {size} B: {} requests failed",
-                            phase.errors_total
-                        ));
-                    }
-                    if phase.achieved_rate < 0.95 * parameters.rate {
-                        warnings.push(format!(
-                            "0% hits, {name}, {size} B: only {} of {} requests/s answered (saturated)",
-                            thousands(phase.achieved_rate),
-                            thousands(parameters.rate)
-                        ));
-                    }
-                    if let Some(count) = origin_requests
-                        && (count as f64) < 0.9 * phase.sent_requests as f64
-                    {
-                        warnings.push(format!(
-                            "0% hits, {name}, {size} B: the origin answered only {count} requests for {} sent — some were hits",
-                            phase.sent_requests
-                        ));
-                    }
-                    let cpu_us = phase
-                        .server
-                        .map_or(f64::NAN, |server| server.cpu_us_per_request);
-                    context.progress(&format!("  {} µs proxy CPU per request", short(cpu_us)));
-                    points.push(ProxyPoint {
-                        contender: index,
-                        size,
-                        throughput: phase.achieved_rate,
-                        cpu_us,
-                        origin_requests,
-                    });
-                }
-                Err(error) => {
-                    let message = format!("0% hits, {name}, {size} B: skipped: {error:#}");
-                    context.progress(&format!("warning: {message}"));
-                    warnings.push(message);
-                }
+    let points = sweep.run(
+        context,
+        contenders,
+        pinning,
+        raw_files,
+        warnings,
+        |point, warnings| {
+            let phase = point.phase;
+            if phase.achieved_rate < 0.95 * parameters.rate {
+                warnings.push(format!(
+                    "{}: only {} of {} requests/s answered (saturated)",
+                    point.about,
+                    thousands(phase.achieved_rate),
+                    thousands(parameters.rate)
+                ));
             }
-        }
-    }
+            if let Some(count) = point.origin_requests
+                && (count as f64) < 0.9 * phase.sent_requests as f64
+            {
+                warnings.push(format!(
+                    "{}: the origin answered only {count} requests for {} sent — some were hits",
+                    point.about, phase.sent_requests
+                ));
+            }
+            context.progress(&format!(
+                "  {} µs proxy CPU per request",
+                short(point.cpu_us)
+            ));
+        },
+    )?;
     anyhow::ensure!(!points.is_empty(), "no 0%-hit point could be measured");
     let names: Vec<String> = contenders.iter().map(Contender::name).collect();
     record.figures.push(figure(
@@ -432,19 +352,7 @@ pub(crate) fn run_misses(
         Some("seed 002, Fig. 7"),
         axis("object size", "bytes", Scale::Log),
         axis("proxy CPU per request", "µs", Scale::Log),
-        names
-            .iter()
-            .enumerate()
-            .map(|(index, name)| {
-                series(
-                    name,
-                    points
-                        .iter()
-                        .filter(|point| point.contender == index)
-                        .map(|point| (point.size as f64, point.cpu_us)),
-                )
-            })
-            .collect(),
+        by_contender(&names, &points, |point| point.cpu_us),
         "Every request goes to the origin; HAProxy splice is `option splice-response`.",
     ));
     let mut rows = Vec::new();
@@ -484,7 +392,6 @@ pub(crate) fn run_misses(
         ],
         rows,
     });
-    drop(origin);
     Ok(format!(
         "0% hits: {} with nothing cached, objects of {}, a fixed open-loop rate of {} requests/s on {} \
          keep-alive connections ({} s warm-up, {} s measured); CPU per request is the proxy's (all its \
@@ -500,21 +407,117 @@ pub(crate) fn run_misses(
     ))
 }
 
-/// One `measure` of `running` (planned to last `seconds`: warm-up plus window), with the
-/// number of requests the origin saw meanwhile (`None` when its counter could not be read
-/// afterwards): 0 proves every measured request was a hit.
-fn measure_counting_origin(
-    context: &RunContext,
-    running: &mut Running,
-    origin: &Origin,
-    args: Vec<String>,
-    generator_cpu: Option<usize>,
-    stem: &str,
-    seconds: f64,
-) -> anyhow::Result<((BenchDocument, String), Option<u64>)> {
-    let before = origin.requests()?;
-    let timeout = Duration::from_secs_f64(60.0 + 2.0 * seconds);
-    let measured = measure(context, running, args, generator_cpu, stem, timeout)?;
-    let after = origin.requests().ok();
-    Ok((measured, after.map(|after| after.saturating_sub(before))))
+/// One sweep: every contender at every object size, behind one origin.
+struct Sweep<'a> {
+    /// How progress lines and warnings name the sweep ("cache hits").
+    label: &'a str,
+    /// How raw files' names start ("hits").
+    stem: &'a str,
+    object_bytes: &'a [u64],
+    /// The generator's load flags (rate, arrivals); the URL, connections and durations are
+    /// added around them.
+    load: Vec<String>,
+    connections: u64,
+    warmup: f64,
+    duration: f64,
+    /// Fill the cache (and check the answer) before measuring.
+    fill: bool,
+}
+
+/// A measured point, as a sweep's own checks see it.
+struct Measured<'a> {
+    /// How warnings name the point: "cache hits, nginx, 8192 B".
+    about: String,
+    phase: &'a BenchPhase,
+    /// The proxy's CPU per request (NaN when it could not be read).
+    cpu_us: f64,
+    /// Requests the origin saw during the run (`None`: its counter could not be read).
+    origin_requests: Option<u64>,
+}
+
+impl Sweep<'_> {
+    /// Starts the origin (on the generator's CPU) and measures each point in turn, with the
+    /// origin's request count; `check` adds the sweep's own warnings and progress line. A
+    /// point that cannot be measured is skipped with a warning.
+    fn run(
+        &self,
+        context: &RunContext,
+        contenders: &[Contender],
+        pinning: Pinning,
+        raw_files: &mut Vec<String>,
+        warnings: &mut Vec<String>,
+        check: impl Fn(&Measured, &mut Vec<String>),
+    ) -> anyhow::Result<Vec<ProxyPoint>> {
+        let origin = Origin::start(&context.coldwire, self.object_bytes, pinning.generator_cpu)?;
+        let target = Target {
+            coldwire: &context.coldwire,
+            root: origin.root(),
+            origin: Some(origin.address()),
+            cpu: pinning.server_cpu,
+        };
+        let label = self.label;
+        let mut points = Vec::new();
+        for &size in self.object_bytes {
+            let path = format!("/{}", DocumentRoot::file_name(size));
+            for (index, contender) in contenders.iter().enumerate() {
+                let name = contender.name();
+                context.progress(&format!("{label}: {name}, {size}-byte object"));
+                let stem = format!("{}-{}-{size}", self.stem, slug(&name));
+                let result = start(contender, &target).and_then(|mut running| {
+                    if self.fill {
+                        fill(&running, &path, size)?;
+                    }
+                    let mut args = vec![format!("--url=http://{}{path}", running.address)];
+                    args.extend(self.load.iter().cloned());
+                    args.extend([
+                        format!("--connections={}", self.connections),
+                        format!("--warmup={}", self.warmup),
+                        format!("--duration={}", self.duration),
+                    ]);
+                    let before = origin.requests()?;
+                    let seconds = self.warmup + self.duration;
+                    let timeout = Duration::from_secs_f64(60.0 + 2.0 * seconds);
+                    let cpu = pinning.generator_cpu;
+                    let measured = measure(context, &mut running, args, cpu, &stem, timeout)?;
+                    let after = origin.requests().ok();
+                    Ok((measured, after.map(|after| after.saturating_sub(before))))
+                });
+                let about = format!("{label}, {name}, {size} B");
+                match result {
+                    Ok(((document, raw), origin_requests)) => {
+                        raw_files.push(raw);
+                        raw_files.push(format!("raw/{stem}.txt"));
+                        let phase = document.phase()?;
+                        if phase.errors_total > 0 {
+                            warnings
+                                .push(format!("{about}: {} requests failed", phase.errors_total));
+                        }
+                        let cpu_us = phase
+                            .server
+                            .map_or(f64::NAN, |server| server.cpu_us_per_request);
+                        let measured = Measured {
+                            about,
+                            phase,
+                            cpu_us,
+                            origin_requests,
+                        };
+                        check(&measured, warnings);
+                        points.push(ProxyPoint {
+                            contender: index,
+                            size,
+                            throughput: phase.achieved_rate,
+                            cpu_us,
+                            origin_requests,
+                        });
+                    }
+                    Err(error) => {
+                        let message = format!("{about}: skipped: {error:#}");
+                        context.progress(&format!("warning: {message}"));
+                        warnings.push(message);
+                    }
+                }
+            }
+        }
+        Ok(points)
+    }
 }

@@ -13,10 +13,11 @@ use super::connection::{
     SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_PENDING, WRITE_WAITING, decode, user_data,
 };
 use super::driver::{
-    ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, pool_vec, set_blocking,
+    ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, is_current, set_blocking,
 };
 use super::output::bytes_acknowledged;
 use crate::buffer_pool::Buffer;
+use crate::completions::next_current;
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
 use crate::sys;
@@ -155,17 +156,10 @@ impl Driver for UringDriver {
         if chunk.is_empty() || !self.is_current(id) {
             return;
         }
-        let pooled = &mut self.queue_pool;
-        let Some(connection) = self.connections.get_mut(id.index()) else {
-            return;
-        };
-        if connection.output.capacity() == 0
-            && let Some(queue) = pooled.pop()
-        {
-            connection.output = queue;
+        if let Some(connection) = self.connections.get_mut(id.index()) {
+            connection.handed += chunk.len();
+            self.output_pools.enqueue(&mut connection.output, chunk);
         }
-        connection.handed += chunk.len();
-        connection.output.push_back(chunk);
     }
 
     fn flush(&mut self, id: ConnectionId) -> Flush {
@@ -281,8 +275,8 @@ impl Driver for UringDriver {
             0
         };
         while connection.output.len() > in_flight {
-            if let Some(Chunk::Owned(bytes)) = connection.output.pop_back() {
-                pool_vec(&mut self.vec_pool, bytes);
+            if let Some(chunk) = connection.output.pop_back() {
+                self.output_pools.recycle(chunk);
             }
         }
         let fd = connection.fd;
@@ -386,17 +380,9 @@ impl Driver for UringDriver {
     }
 
     fn next_completion(&mut self) -> Option<Completion> {
-        while let Some(completion) = self.completions.pop_front() {
-            match completion.connection() {
-                Some(id) if !self.is_current(id) => {
-                    if let Completion::Received { buffer, .. } = completion {
-                        self.buffers.give_back(buffer);
-                    }
-                }
-                _ => return Some(completion),
-            }
-        }
-        None
+        let connections = &self.connections;
+        let is_current = |id| is_current(connections, id);
+        next_current(&mut self.completions, &mut self.buffers, is_current)
     }
 
     fn now(&self) -> Instant {
@@ -408,9 +394,7 @@ impl Driver for UringDriver {
     }
 
     fn take_vec(&mut self) -> Vec<u8> {
-        self.vec_pool
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(512))
+        self.output_pools.take_vec()
     }
 
     fn counters(&self) -> LoopCounters {

@@ -48,8 +48,11 @@ use super::output;
 use super::ring::{Ring, RingOptions};
 use super::splice::Splices;
 use crate::buffer_pool::{Buffer, BufferPool};
+use crate::completions::until_earliest;
 use crate::counters::LoopCounters;
 use crate::driver::{Chunk, Completion, ConnectionId, DriverConfig, ListenerId};
+use crate::generations::Generations;
+use crate::output_pools::{MAX_POOLED, OutputPools};
 use crate::slot_table::SlotTable;
 use crate::sys;
 use crate::timer_wheel::TimerWheel;
@@ -63,10 +66,6 @@ pub const STASH_LIMIT: usize = 64 * 1024;
 pub const ZOMBIE_LINGER: Duration = Duration::from_secs(10);
 /// The buffer group of the receive ring.
 const BUFFER_GROUP: u16 = 0;
-/// Pooled objects of each kind kept for reuse.
-const MAX_POOLED: usize = 1024;
-/// Pooled output vectors larger than this are freed instead of kept.
-const MAX_POOLED_VEC: usize = 64 * 1024;
 
 /// io_uring-specific options.
 #[derive(Clone, Copy, Debug)]
@@ -107,7 +106,7 @@ pub struct UringDriver {
     pub(super) receive_ring: BufferRing,
     pub(super) config: DriverConfig,
     pub(super) connections: SlotTable<Connection>,
-    pub(super) generations: Vec<u32>,
+    pub(super) generations: Generations,
     pub(super) listeners: Vec<Option<ListenerState>>,
     /// Accepted beyond the connection limit: adopted when slots free up.
     pub(super) backlog: VecDeque<(usize, RawFd)>,
@@ -115,8 +114,7 @@ pub struct UringDriver {
     pub(super) accept_at_limit: bool,
     pub(super) timers: TimerWheel<ConnectionId>,
     pub(super) buffers: BufferPool,
-    pub(super) vec_pool: Vec<Vec<u8>>,
-    pub(super) queue_pool: Vec<VecDeque<Chunk>>,
+    pub(super) output_pools: OutputPools,
     #[expect(
         clippy::vec_box,
         reason = "the kernel holds pointers into a SendState: its address must not move"
@@ -137,11 +135,11 @@ pub struct UringDriver {
     pub(super) multishot_recv: bool,
 }
 
-pub(super) fn pool_vec(pool: &mut Vec<Vec<u8>>, mut bytes: Vec<u8>) {
-    if bytes.capacity() <= MAX_POOLED_VEC && pool.len() < MAX_POOLED {
-        bytes.clear();
-        pool.push(bytes);
-    }
+/// Whether `id` still names the slot's occupant and the server has not closed it.
+pub(super) fn is_current(connections: &SlotTable<Connection>, id: ConnectionId) -> bool {
+    connections.get(id.index()).is_some_and(|connection| {
+        connection.generation == id.generation && connection.flags & CLOSING == 0
+    })
 }
 
 fn is_descriptor_exhaustion(code: i32) -> bool {
@@ -205,13 +203,12 @@ impl UringDriver {
             buffers: BufferPool::new(config.buffer_size, config.max_free_buffers),
             config,
             connections: SlotTable::new(),
-            generations: Vec::new(),
+            generations: Generations::default(),
             listeners: Vec::new(),
             backlog: VecDeque::new(),
             accept_paused_until: None,
             accept_at_limit: false,
-            vec_pool: Vec::new(),
-            queue_pool: Vec::new(),
+            output_pools: OutputPools::default(),
             send_pool: Vec::new(),
             completions: VecDeque::new(),
             splices: Splices::new(),
@@ -263,9 +260,7 @@ impl UringDriver {
     }
 
     pub(super) fn is_current(&self, id: ConnectionId) -> bool {
-        self.connections.get(id.index()).is_some_and(|connection| {
-            connection.generation == id.generation && connection.flags & CLOSING == 0
-        })
+        is_current(&self.connections, id)
     }
 
     // ----- accepting -----------------------------------------------------------------
@@ -375,11 +370,7 @@ impl UringDriver {
             sys::close(fd);
             return None;
         }
-        if slot >= self.generations.len() {
-            self.generations.resize(slot + 1, 0);
-        }
-        let generation = self.generations[slot];
-        self.generations[slot] = generation.wrapping_add(1);
+        let generation = self.generations.next(slot);
         if let Some(connection) = self.connections.get_mut(slot) {
             connection.generation = generation;
         }
@@ -720,33 +711,11 @@ impl UringDriver {
     }
 
     /// Drops `written` bytes from the front of the output queue.
-    fn consume_output(&mut self, slot: usize, mut written: u64) {
-        let Some(connection) = self.connections.get_mut(slot) else {
-            return;
-        };
-        while written > 0 {
-            let Some(front) = connection.output.front() else {
-                break;
-            };
-            let left = front.len() - connection.front_progress;
-            if written < left {
-                connection.front_progress += written;
-                return;
-            }
-            written -= left;
-            connection.front_progress = 0;
-            if let Some(Chunk::Owned(bytes)) = connection.output.pop_front() {
-                pool_vec(&mut self.vec_pool, bytes);
-            }
-        }
-        while connection.output.front().is_some_and(Chunk::is_empty) {
-            connection.output.pop_front();
-        }
-        if connection.output.is_empty()
-            && connection.output.capacity() > 0
-            && self.queue_pool.len() < MAX_POOLED
-        {
-            self.queue_pool.push(std::mem::take(&mut connection.output));
+    fn consume_output(&mut self, slot: usize, written: u64) {
+        if let Some(connection) = self.connections.get_mut(slot) {
+            let progress = &mut connection.front_progress;
+            self.output_pools
+                .consume(&mut connection.output, progress, written);
         }
     }
 
@@ -758,9 +727,7 @@ impl UringDriver {
         debug_assert!(!connection.memory_in_flight());
         connection.front_progress = 0;
         for chunk in connection.output.drain(..) {
-            if let Chunk::Owned(bytes) = chunk {
-                pool_vec(&mut self.vec_pool, bytes);
-            }
+            self.output_pools.recycle(chunk);
         }
     }
 
@@ -803,13 +770,9 @@ impl UringDriver {
             self.recycle_send_state(state, pipe_empty);
         }
         for chunk in connection.output.drain(..) {
-            if let Chunk::Owned(bytes) = chunk {
-                pool_vec(&mut self.vec_pool, bytes);
-            }
+            self.output_pools.recycle(chunk);
         }
-        if connection.output.capacity() > 0 && self.queue_pool.len() < MAX_POOLED {
-            self.queue_pool.push(connection.output);
-        }
+        self.output_pools.keep_queue(&mut connection.output);
         if connection.flags & (RECV_ACTIVE | CONNECTING) != 0 {
             self.cancel_all(connection.fd);
         }
@@ -909,17 +872,7 @@ impl UringDriver {
         if !self.completions.is_empty() {
             return Some(Duration::ZERO);
         }
-        let mut timeout = requested;
-        let mut consider = |deadline: Instant| {
-            let until = deadline.saturating_duration_since(self.now);
-            timeout = Some(timeout.map_or(until, |current| current.min(until)));
-        };
-        if let Some(deadline) = self.timers.next_deadline_hint() {
-            consider(deadline);
-        }
-        if let Some(deadline) = self.accept_paused_until {
-            consider(deadline);
-        }
-        timeout
+        let deadlines = [self.timers.next_deadline_hint(), self.accept_paused_until];
+        until_earliest(requested, self.now, deadlines)
     }
 }

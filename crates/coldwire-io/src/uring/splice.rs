@@ -30,8 +30,8 @@
 //! fill level cannot be read without blocking the loop); progress towards a slow reader is
 //! therefore measured by the peer's acknowledgements (`unsent_bytes`, `TCP_INFO`).
 
-use std::collections::HashMap;
 use std::io;
+use std::os::fd::RawFd;
 
 use io_uring::{opcode, types};
 
@@ -39,18 +39,10 @@ use super::connection::{
     CLOSING, Kind, RECV_ACTIVE, RECV_ARMED, SEND_PROMISED, SPLICE_FROM, SPLICE_TO, user_data,
 };
 use super::driver::UringDriver;
-use crate::driver::{Completion, ConnectionId};
-use crate::pipe_pool::{Pipe, PipePool};
-
-/// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
-const UNTIL_END: u64 = u64::MAX;
-/// Pipe size: as the readiness driver's (four loopback segments per splice, 256 pipes
-/// within the default per-user pipe budget).
-pub const PIPE_BYTES: usize = 256 * 1024;
-/// Empty pipes kept per driver.
-pub const MAX_FREE_PIPES: usize = 64;
-/// Most bytes reserved up front for a copy.
-const COPY_RESERVE_MAX: u64 = 64 << 20;
+use crate::driver::ConnectionId;
+use crate::pipe_pool::PipePool;
+use crate::splice_table::{self, SpliceTable, TransferState, UNTIL_END, check_call};
+pub use crate::splice_table::{MAX_FREE_PIPES, PIPE_BYTES};
 
 /// Where a transfer is (see the module doc); every step but `Quieting` has one operation
 /// in flight.
@@ -64,15 +56,8 @@ enum Step {
     Out,
 }
 
-struct Transfer {
-    source: ConnectionId,
-    destination: ConnectionId,
-    /// Bytes still to take from the source (`UNTIL_END`: unbounded).
-    remaining: u64,
-    in_pipe: usize,
-    pipe: Pipe,
-    /// The copy pipe and the copy collected so far.
-    copy: Option<(Pipe, Vec<u8>)>,
+/// What an io_uring transfer keeps besides the shared [`crate::splice_table::Transfer`].
+pub(crate) struct Steps {
     /// Bytes tee'd into the copy pipe and not yet read back.
     teed: usize,
     /// Stashed bytes being sent ahead of the spliced ones.
@@ -85,52 +70,38 @@ struct Transfer {
     delivered: u64,
 }
 
-/// The running transfers of one driver and its pipe pool.
-pub struct Splices {
-    transfers: HashMap<u32, Transfer>,
-    /// Slot of a source → slot of the destination whose transfer reads it.
-    sources: HashMap<u32, u32>,
-    pipes: PipePool,
-    copies: HashMap<ConnectionId, Vec<u8>>,
+/// The running transfers of one io_uring driver and its pipe pool.
+pub(crate) type Splices = SpliceTable<Steps>;
+type Transfer = splice_table::Transfer<Steps>;
+
+impl TransferState for Steps {
+    fn copy_pipe_empty(&self) -> bool {
+        self.teed == 0
+    }
 }
 
 impl Splices {
-    /// No transfers yet.
-    pub fn new() -> Splices {
-        Splices {
-            transfers: HashMap::new(),
-            sources: HashMap::new(),
-            pipes: PipePool::new(PIPE_BYTES, MAX_FREE_PIPES),
-            copies: HashMap::new(),
-        }
-    }
-
-    /// True when no transfer runs.
-    pub fn is_idle(&self) -> bool {
-        self.transfers.is_empty()
-    }
-
     /// Whether an operation of some transfer may still write memory of ours (the copy).
-    pub fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.transfers
             .values()
-            .any(|transfer| transfer.step != Step::Quieting)
+            .any(|transfer| transfer.state.step != Step::Quieting)
     }
 
     /// The pipe pool (also used by the file path, `output.rs`).
-    pub fn pipes(&mut self) -> &mut PipePool {
+    pub(crate) fn pipes(&mut self) -> &mut PipePool {
         &mut self.pipes
     }
 
     /// An operation of the transfer to `destination_slot` completed during teardown.
-    pub fn settle(&mut self, destination_slot: usize) {
+    pub(crate) fn settle(&mut self, destination_slot: usize) {
         if let Some(transfer) = self.transfers.get_mut(&(destination_slot as u32)) {
-            transfer.step = Step::Quieting;
+            transfer.state.step = Step::Quieting;
         }
     }
 
     /// Closes every transfer's pipes (teardown, after `busy()` turned false).
-    pub fn close_all(&mut self) {
+    pub(crate) fn close_all(&mut self) {
         for (_, transfer) in self.transfers.drain() {
             self.pipes.give_back(transfer.pipe, false);
             if let Some((copy_pipe, _)) = transfer.copy {
@@ -138,16 +109,6 @@ impl Splices {
             }
         }
     }
-}
-
-impl Default for Splices {
-    fn default() -> Self {
-        Splices::new()
-    }
-}
-
-fn invalid<T>(why: &'static str) -> io::Result<T> {
-    Err(io::Error::new(io::ErrorKind::InvalidInput, why))
 }
 
 impl UringDriver {
@@ -159,39 +120,16 @@ impl UringDriver {
         length: u64,
         keep_copy: bool,
     ) -> io::Result<()> {
-        if source == destination {
-            return invalid("a splice needs two connections");
-        }
-        if !self.is_current(source) {
-            return invalid("the source connection is closed");
-        }
-        let Some(target) = self.live(destination.index(), destination.generation) else {
-            return invalid("the destination connection is closed");
-        };
+        let source_open = self.is_current(source);
         // A promised send may still be in flight (the server was told `Flush::Done`); the
         // transfer waits for it. Anything else queued is a caller error.
-        let promised = target.flags & SEND_PROMISED != 0;
-        if !target.output.is_empty() && !promised {
-            return invalid("the destination still has queued output");
-        }
-        if self.splices.transfers.contains_key(&destination.slot)
-            || self.splices.sources.contains_key(&source.slot)
-        {
-            return invalid("a splice is already running on this connection");
-        }
-        let pipe = self.splices.pipes.take()?;
-        let copy = if keep_copy {
-            let reserve = usize::try_from(length.min(COPY_RESERVE_MAX)).unwrap_or(0);
-            match self.splices.pipes.take() {
-                Ok(copy_pipe) => Some((copy_pipe, Vec::with_capacity(reserve))),
-                Err(error) => {
-                    self.splices.pipes.give_back(pipe, true);
-                    return Err(error);
-                }
-            }
-        } else {
-            None
-        };
+        let destination_queued = self
+            .live(destination.index(), destination.generation)
+            .map(|target| !target.output.is_empty() && target.flags & SEND_PROMISED == 0);
+        check_call(source, destination, source_open, destination_queued)?;
+        let pipes = self
+            .splices
+            .take_pipes(source, destination, length, keep_copy)?;
         if let Some(connection) = self.connections.get_mut(destination.index()) {
             connection.flags |= SPLICE_TO;
         }
@@ -204,23 +142,15 @@ impl UringDriver {
                 cancel_receive = Some(user_data(Kind::Recv, source.index(), source.generation));
             }
         }
-        self.splices.transfers.insert(
-            destination.slot,
-            Transfer {
-                source,
-                destination,
-                remaining: length,
-                in_pipe: 0,
-                pipe,
-                copy,
-                teed: 0,
-                prefix: Vec::new(),
-                step: Step::Quieting,
-                cancelled: false,
-                delivered: 0,
-            },
-        );
-        self.splices.sources.insert(source.slot, destination.slot);
+        let state = Steps {
+            teed: 0,
+            prefix: Vec::new(),
+            step: Step::Quieting,
+            cancelled: false,
+            delivered: 0,
+        };
+        let transfer = Transfer::new(source, destination, length, pipes, state);
+        self.splices.insert(transfer);
         if let Some(target) = cancel_receive {
             let entry = opcode::AsyncCancel::new(target)
                 .build()
@@ -237,11 +167,7 @@ impl UringDriver {
         if self.splices.is_idle() {
             return;
         }
-        let slot = slot as u32;
-        if self.splices.transfers.contains_key(&slot) {
-            self.advance_quieting(slot);
-        }
-        if let Some(&destination) = self.splices.sources.get(&slot) {
+        for destination in self.splices.involving(slot as u32).into_iter().flatten() {
             self.advance_quieting(destination);
         }
     }
@@ -254,66 +180,50 @@ impl UringDriver {
             return;
         }
         let slot = slot as u32;
-        let mut ended = Vec::with_capacity(2);
-        if self.splices.transfers.contains_key(&slot) {
-            ended.push(slot);
-        }
-        if let Some(&destination) = self.splices.sources.get(&slot) {
-            ended.push(destination);
-        }
-        for destination in ended {
+        for destination in self.splices.involving(slot).into_iter().flatten() {
             let Some(transfer) = self.splices.transfers.get_mut(&destination) else {
                 continue;
             };
-            if transfer.step == Step::Quieting {
+            if transfer.state.step == Step::Quieting {
                 self.drop_transfer(destination);
-            } else if !transfer.cancelled {
-                transfer.cancelled = true;
+            } else if !transfer.state.cancelled {
+                transfer.state.cancelled = true;
                 let id = transfer.destination;
-                let entry =
-                    opcode::AsyncCancel::new(user_data(Kind::Splice, id.index(), id.generation))
-                        .build()
-                        .user_data(user_data(Kind::Ignored, 0, 0));
+                let entry = opcode::AsyncCancel::new(operation_tag(id))
+                    .build()
+                    .user_data(user_data(Kind::Ignored, 0, 0));
                 self.push_plain(entry);
             }
         }
-        self.splices.copies.retain(|id, _| id.slot != slot);
+        self.splices.forget_copies(slot);
     }
 
     /// Bytes a running transfer still has to deliver to `destination`.
     pub(super) fn splice_backlog(&self, destination: ConnectionId) -> u64 {
-        self.splices
-            .transfers
-            .get(&destination.slot)
-            .filter(|transfer| transfer.destination == destination)
-            .map_or(0, |transfer| {
-                transfer
-                    .remaining
-                    .saturating_add((transfer.in_pipe + transfer.prefix.len()) as u64)
-            })
+        self.splices.running(destination).map_or(0, |transfer| {
+            transfer
+                .remaining
+                .saturating_add((transfer.in_pipe + transfer.state.prefix.len()) as u64)
+        })
     }
 
     /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
     pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
         self.splices
-            .transfers
-            .get(&destination.slot)
-            .filter(|transfer| transfer.destination == destination)
-            .map_or(0, |transfer| transfer.delivered)
+            .running(destination)
+            .map_or(0, |transfer| transfer.state.delivered)
     }
 
     /// Bytes a running transfer to `destination` has not taken from its source yet.
     pub(super) fn splice_untaken(&self, destination: ConnectionId) -> u64 {
         self.splices
-            .transfers
-            .get(&destination.slot)
-            .filter(|transfer| transfer.destination == destination)
+            .running(destination)
             .map_or(0, |transfer| transfer.remaining)
     }
 
     /// The copy kept by a finished transfer to `destination`.
     pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.splices.copies.remove(&destination)
+        self.splices.take_copy(destination)
     }
 
     /// Leaves `Quieting` once the source's receive has stopped and the destination's
@@ -322,7 +232,7 @@ impl UringDriver {
         let Some(transfer) = self.splices.transfers.get(&destination_slot) else {
             return;
         };
-        if transfer.step != Step::Quieting {
+        if transfer.state.step != Step::Quieting {
             return;
         }
         let (source, destination) = (transfer.source, transfer.destination);
@@ -373,35 +283,36 @@ impl UringDriver {
         let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
             return;
         };
-        transfer.prefix = prefix;
+        transfer.state.prefix = prefix;
         self.push_prefix(destination_slot);
     }
 
+    /// The transfer to `destination_slot`, moved on to `step` (an operation writing to the
+    /// destination), and the destination's descriptor; `None` when either is gone.
+    fn step_to_destination(
+        &mut self,
+        destination_slot: u32,
+        step: Step,
+    ) -> Option<(&mut Transfer, RawFd)> {
+        let transfer = self.splices.transfers.get_mut(&destination_slot)?;
+        let connection = self.connections.get(transfer.destination.index())?;
+        transfer.state.step = step;
+        Some((transfer, connection.fd))
+    }
+
     fn push_prefix(&mut self, destination_slot: u32) {
-        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+        let Some((transfer, fd)) = self.step_to_destination(destination_slot, Step::Prefix) else {
             return;
         };
-        let Some(fd) = self
-            .connections
-            .get(transfer.destination.index())
-            .map(|c| c.fd)
-        else {
-            return;
-        };
-        transfer.step = Step::Prefix;
         let flags = libc::MSG_NOSIGNAL | libc::MSG_WAITALL;
         let entry = opcode::Send::new(
             types::Fd(fd),
-            transfer.prefix.as_ptr(),
-            transfer.prefix.len() as u32,
+            transfer.state.prefix.as_ptr(),
+            transfer.state.prefix.len() as u32,
         )
         .flags(flags)
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         // SAFETY: the bytes are the transfer's `prefix`, which is neither changed nor
         // dropped before this operation's completion (a transfer is dropped only outside
         // an operation, see `on_splice`).
@@ -439,7 +350,7 @@ impl UringDriver {
             .remaining
             .min(transfer.pipe.capacity as u64)
             .min(u64::from(u32::MAX)) as u32;
-        transfer.step = Step::In;
+        transfer.state.step = Step::In;
         let entry = opcode::Splice::new(
             types::Fd(connection.fd),
             -1,
@@ -448,26 +359,14 @@ impl UringDriver {
             want,
         )
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         self.push_plain(entry);
     }
 
     fn push_out(&mut self, destination_slot: u32) {
-        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+        let Some((transfer, fd)) = self.step_to_destination(destination_slot, Step::Out) else {
             return;
         };
-        let Some(fd) = self
-            .connections
-            .get(transfer.destination.index())
-            .map(|c| c.fd)
-        else {
-            return;
-        };
-        transfer.step = Step::Out;
         let more = transfer.remaining > 0;
         let entry = opcode::Splice::new(
             types::Fd(transfer.pipe.read),
@@ -478,11 +377,7 @@ impl UringDriver {
         )
         .flags(if more { libc::SPLICE_F_MORE } else { 0 })
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         self.push_plain(entry);
     }
 
@@ -493,21 +388,17 @@ impl UringDriver {
         let Some((copy_pipe, copy)) = transfer.copy.as_mut() else {
             return;
         };
-        copy.reserve(transfer.teed);
+        copy.reserve(transfer.state.teed);
         let spare = copy.spare_capacity_mut();
-        transfer.step = Step::CopyRead;
+        transfer.state.step = Step::CopyRead;
         let entry = opcode::Read::new(
             types::Fd(copy_pipe.read),
             spare.as_mut_ptr().cast(),
-            transfer.teed as u32,
+            transfer.state.teed as u32,
         )
         .offset(u64::MAX)
         .build()
-        .user_data(user_data(
-            Kind::Splice,
-            transfer.destination.index(),
-            transfer.destination.generation,
-        ));
+        .user_data(operation_tag(transfer.destination));
         // SAFETY: the read fills the copy's spare capacity (reserved above, at least
         // `teed` bytes); the vector is not touched, moved out or dropped before this
         // operation's completion (its heap buffer stays put when the transfer moves).
@@ -525,7 +416,7 @@ impl UringDriver {
         else {
             return;
         };
-        if transfer.cancelled {
+        if transfer.state.cancelled {
             self.drop_transfer(slot);
             return;
         }
@@ -535,7 +426,7 @@ impl UringDriver {
             return;
         }
         let count = result as usize;
-        match transfer.step {
+        match transfer.state.step {
             Step::Quieting => {}
             Step::Prefix => self.prefix_sent(slot, count),
             Step::In => self.spliced_in(slot, count),
@@ -554,9 +445,12 @@ impl UringDriver {
         let Some(transfer) = self.transfer(slot) else {
             return;
         };
-        transfer.delivered += count as u64;
-        transfer.prefix.drain(..count.min(transfer.prefix.len()));
-        if transfer.prefix.is_empty() {
+        transfer.state.delivered += count as u64;
+        transfer
+            .state
+            .prefix
+            .drain(..count.min(transfer.state.prefix.len()));
+        if transfer.state.prefix.is_empty() {
             self.next_in(slot);
         } else {
             self.push_prefix(slot);
@@ -583,11 +477,7 @@ impl UringDriver {
                 count as u32,
             )
             .build()
-            .user_data(user_data(
-                Kind::Splice,
-                transfer.destination.index(),
-                transfer.destination.generation,
-            ))
+            .user_data(operation_tag(transfer.destination))
         });
         let destination = transfer.destination;
         self.counters.bytes_received += count as u64;
@@ -597,8 +487,8 @@ impl UringDriver {
         match tee {
             Some(entry) => {
                 if let Some(transfer) = self.transfer(slot) {
-                    transfer.step = Step::Tee;
-                    transfer.teed = count;
+                    transfer.state.step = Step::Tee;
+                    transfer.state.teed = count;
                 }
                 self.push_plain(entry);
             }
@@ -609,7 +499,7 @@ impl UringDriver {
     fn teed(&mut self, slot: u32, count: usize) {
         if self
             .transfer(slot)
-            .is_some_and(|transfer| count != transfer.teed)
+            .is_some_and(|transfer| count != transfer.state.teed)
         {
             let error = io::Error::other("tee copied less than was spliced");
             self.finish_transfer(slot, Some(error));
@@ -629,14 +519,14 @@ impl UringDriver {
         }
         if let Some((_, copy)) = transfer.copy.as_mut() {
             let count = count
-                .min(transfer.teed)
+                .min(transfer.state.teed)
                 .min(copy.spare_capacity_mut().len());
             // SAFETY: the completed read initialised `count` bytes of the spare capacity
             // (bounded by what it was given).
             unsafe { copy.set_len(copy.len() + count) };
-            transfer.teed -= count;
+            transfer.state.teed -= count;
         }
-        if transfer.teed > 0 {
+        if transfer.state.teed > 0 {
             self.push_copy_read(slot);
         } else {
             self.push_out(slot);
@@ -648,7 +538,7 @@ impl UringDriver {
         let Some(transfer) = self.transfer(slot) else {
             return;
         };
-        transfer.delivered += count as u64;
+        transfer.state.delivered += count as u64;
         transfer.in_pipe = transfer.in_pipe.saturating_sub(count);
         if count == 0 {
             let error = io::Error::from(io::ErrorKind::WriteZero);
@@ -663,20 +553,10 @@ impl UringDriver {
     /// Removes a transfer whose operation (if any) has completed, releasing its pipes and
     /// both connections; one closed meanwhile is closed now.
     fn drop_transfer(&mut self, destination_slot: u32) {
-        let Some(transfer) = self.splices.transfers.remove(&destination_slot) else {
+        let Some((source, destination)) = self.splices.remove(destination_slot) else {
             return;
         };
-        self.splices.sources.remove(&transfer.source.slot);
-        self.splices
-            .pipes
-            .give_back(transfer.pipe, transfer.in_pipe == 0);
-        if let Some((copy_pipe, _)) = transfer.copy {
-            self.splices.pipes.give_back(copy_pipe, transfer.teed == 0);
-        }
-        for (id, flag) in [
-            (transfer.source, SPLICE_FROM),
-            (transfer.destination, SPLICE_TO),
-        ] {
+        for (id, flag) in [(source, SPLICE_FROM), (destination, SPLICE_TO)] {
             let Some(connection) = self
                 .connections
                 .get_mut(id.index())
@@ -692,30 +572,18 @@ impl UringDriver {
     }
 
     fn finish_transfer(&mut self, destination_slot: u32, error: Option<io::Error>) {
-        let Some(transfer) = self.splices.transfers.get_mut(&destination_slot) else {
+        let Some((destination, copy)) = self.splices.take_result(destination_slot) else {
             return;
         };
-        let destination = transfer.destination;
-        let copy = transfer
-            .copy
-            .as_mut()
-            .map(|(_, bytes)| std::mem::take(bytes));
         self.drop_transfer(destination_slot);
-        match error {
-            None => {
-                if let Some(copy) = copy {
-                    self.splices.copies.insert(destination, copy);
-                }
-                self.completions.push_back(Completion::Sent {
-                    connection: destination,
-                });
-            }
-            Some(error) => self.completions.push_back(Completion::Failed {
-                connection: destination,
-                error,
-            }),
-        }
+        let completion = self.splices.completion(destination, copy, error);
+        self.completions.push_back(completion);
     }
+}
+
+/// The `user_data` of the operations of the transfer to `destination` (one at a time).
+fn operation_tag(destination: ConnectionId) -> u64 {
+    user_data(Kind::Splice, destination.index(), destination.generation)
 }
 
 fn early_end() -> io::Error {

@@ -2,22 +2,23 @@
 //! by all workers, and starts the proxy workers on the chosen backend with one `match`
 //! (each a monomorphised loop), exactly as `RunningServer` does for the origin server.
 
-use std::fs::OpenOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 
 use coldwire_cache::Store;
-use coldwire_io::{Driver, DriverConfig, UringOptions};
+use coldwire_io::{Driver, UringOptions};
 
 use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
-use crate::server::{StopHandle, bind, bind_admin, join_all, start_admin};
+use crate::server::{
+    StopHandle, bind_admin, bind_workers, join_all, open_access_log, probe_backend,
+    raise_open_files_limit, start_admin, worker_driver_config,
+};
 use crate::spawn::{WorkerLoop, spawn_worker};
 use crate::stats::Stats;
-use crate::system;
 
 /// A started proxy. Call [`RunningProxy::stop`] and [`RunningProxy::join`] to end it.
 pub struct RunningProxy {
@@ -34,44 +35,15 @@ pub struct RunningProxy {
 impl RunningProxy {
     /// Starts the proxy described by `config`.
     pub fn start(config: ProxyConfig) -> Result<RunningProxy, ServerError> {
-        system::raise_open_files_limit().map_err(|source| ServerError::System {
-            context: "cannot raise the open-files limit",
-            source,
-        })?;
-        config
-            .backend
-            .probe()
-            .map_err(|source| ServerError::Backend {
-                backend: config.backend.name(),
-                source,
-            })?;
+        raise_open_files_limit()?;
+        probe_backend(config.backend)?;
         let workers = config.workers.max(1);
-        let first = bind(config.listen, config.backlog)?;
-        let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
-            address: config.listen,
-            source,
-        })?;
-        let mut listeners = vec![first];
-        for _ in 1..workers {
-            listeners.push(bind(local_addr, config.backlog)?);
-        }
+        let (listeners, local_addr) = bind_workers(config.listen, config.backlog, workers)?;
         let admin_listener = bind_admin(config.admin)?;
         let admin_addr = admin_listener
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
-        let access_log = match &config.access_log {
-            Some(path) => Some(Arc::new(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|source| ServerError::AccessLog {
-                        path: path.clone(),
-                        source,
-                    })?,
-            )),
-            None => None,
-        };
+        let access_log = open_access_log(config.access_log.as_deref())?;
         let store = config.cache.map(|store| Arc::new(Store::new(store)));
         let mut stats = Stats::new(config.backend.name(), workers);
         if let Some(store) = &store {
@@ -80,11 +52,11 @@ impl RunningProxy {
         let stats = Arc::new(stats);
         let stop = Arc::new(AtomicBool::new(false));
         let config = Arc::new(config);
-        let driver_config = DriverConfig {
-            max_connections: config.max_connections.div_ceil(workers),
-            buffer_size: config.limits.max_head_bytes.max(16 * 1024),
-            ..DriverConfig::default()
-        };
+        let driver_config = worker_driver_config(
+            config.max_connections,
+            workers,
+            config.limits.max_head_bytes,
+        );
         let mut wakers = Vec::new();
         let mut threads = Vec::new();
         for (index, listener) in listeners.into_iter().enumerate() {

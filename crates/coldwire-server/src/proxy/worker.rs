@@ -25,6 +25,7 @@ use super::state::{Client, Origin, OriginState, Peer};
 use crate::access_log::AccessLog;
 use crate::session::{Phase, Session};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
+use crate::worker::loop_timeout;
 
 /// What a proxy worker needs from the server that starts it.
 pub struct ProxyWorkerContext {
@@ -115,15 +116,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
 impl<D: Driver> Worker<D> {
     fn run(&mut self) -> io::Result<()> {
         loop {
-            let mut timeout = self
-                .drain_deadline
-                .map(|deadline| deadline.saturating_duration_since(self.driver.now()));
-            if self.log.as_ref().is_some_and(AccessLog::has_pending) {
-                // Buffered log lines go out within a second even when the proxy is quiet.
-                timeout = Some(timeout.map_or(Duration::from_secs(1), |left| {
-                    left.min(Duration::from_secs(1))
-                }));
-            }
+            let timeout = loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref());
             self.driver.wait(timeout)?;
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -40,19 +41,28 @@ pub fn body_of(length: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Listens on 127.0.0.1, port 0, and runs `serve` for every connection on a thread of its
+/// own, all sharing one `S` (what the test server counts); its address and that state.
+pub fn spawn_server<S: Default + Send + Sync + 'static>(
+    serve: fn(TcpStream, &S),
+) -> (SocketAddr, Arc<S>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let state: Arc<S> = Arc::default();
+    let shared = state.clone();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let state = shared.clone();
+            thread::spawn(move || serve(stream, &state));
+        }
+    });
+    (address, state)
+}
+
 impl Origin {
     /// Starts the origin.
     pub fn start() -> Origin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let seen: Arc<Mutex<Seen>> = Arc::default();
-        let shared = seen.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let seen = shared.clone();
-                thread::spawn(move || serve_connection(stream, &seen));
-            }
-        });
+        let (address, seen) = spawn_server(serve_connection);
         Origin { address, seen }
     }
 
@@ -438,6 +448,43 @@ pub fn curl(args: &[&str]) -> CurlOutput {
         code: output.status.code().unwrap_or(-1),
         stdout: output.stdout,
     }
+}
+
+/// The SHA-256 (hex) of the file at `path`, from `sha256sum`: large bodies are compared by
+/// hash rather than held in memory twice.
+pub fn sha256_of_file(path: &Path) -> String {
+    let output = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum (coreutils)");
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Writes [`body_of`] each of `sizes` into `directory`; their SHA-256s, in order: what such
+/// a body must hash to after the proxy.
+pub fn expected_sha256s(directory: &Path, sizes: &[usize]) -> Vec<String> {
+    sizes
+        .iter()
+        .map(|size| {
+            let path = directory.join(format!("expected-{size}"));
+            std::fs::write(&path, body_of(*size)).unwrap();
+            sha256_of_file(&path)
+        })
+        .collect()
+}
+
+/// Runs curl with `args`, the body written to `directory/received`: its exit code and the
+/// SHA-256 of what it received.
+pub fn curl_sha256(directory: &Path, args: &[&str]) -> (i32, String) {
+    let received = directory.join("received");
+    let mut all = vec!["-o", received.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let output = curl(&all);
+    (output.code, sha256_of_file(&received))
 }
 
 /// `curl -i -x PROXY ARGS URL` → (status, head text, body).
