@@ -1,7 +1,9 @@
 //! End-to-end tests of collapsed forwarding in `coldwire proxy` beyond the basic case in
 //! tests/proxy.rs: hit-for-miss (after a response that was not stored, concurrent misses of
 //! the key all reach the origin at once; a later storable response is stored and hit) and
-//! followers on other workers than their leader. Every test runs on every I/O backend.
+//! followers on other workers than their leader, and a leader whose streamed body outgrows
+//! what the store takes letting its followers go at once. Every test runs on every I/O
+//! backend.
 //!
 //! The origin here is a small server of its own that can hold requests until a number of
 //! them are in flight together, so "did they reach the origin in parallel?" is answered by
@@ -27,6 +29,7 @@ macro_rules! backend_tests {
         $(backend_tests!(@module $backend [
             after_an_unstored_response_misses_go_to_the_origin_in_parallel,
             followers_on_other_workers_get_their_leaders_answer,
+            a_leader_outgrowing_the_store_mid_body_lets_its_followers_go,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -332,4 +335,112 @@ fn followers_on_other_workers_get_their_leaders_answer(backend: &str) {
     }
     assert_eq!(origin.seen(), (1, 1), "one request reached the origin");
     assert_eq!(collapsed, count - 1, "the others waited for it");
+}
+
+/// An origin whose first answer is a chunked body that stops after its first 2,000-byte
+/// chunk until a second request arrives (or [`GATE_LIMIT`]); later requests get a short
+/// answer at once. Returns its address and what it saw: (requests received, the first
+/// answer is still open, a later request arrived while it was).
+fn start_stalling_origin() -> (SocketAddr, Arc<Mutex<(usize, bool, bool)>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let seen: Arc<Mutex<(usize, bool, bool)>> = Arc::default();
+    let shared = seen.clone();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = shared.clone();
+            thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let first = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.0 += 1;
+                    if seen.0 == 1 {
+                        seen.1 = true;
+                    } else {
+                        seen.2 |= seen.1;
+                    }
+                    seen.0 == 1
+                };
+                if !first {
+                    let _ = writer.write_all(
+                        b"HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Length: 5\r\nConnection: close\r\n\r\nshort",
+                    );
+                    return;
+                }
+                let chunk = "x".repeat(2000);
+                let _ = writer.write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n",
+                        chunk.len()
+                    )
+                    .as_bytes(),
+                );
+                let started = Instant::now();
+                while seen.lock().unwrap().0 < 2 && started.elapsed() < GATE_LIMIT {
+                    thread::sleep(Duration::from_millis(10));
+                }
+                let _ = writer.write_all(b"0\r\n\r\n");
+                seen.lock().unwrap().1 = false;
+            });
+        }
+    });
+    (address, seen)
+}
+
+/// A leader whose chunked body passes `--max-object-bytes` mid-stream drops its fill and
+/// lets the requests collapsed behind it go to the origin at once (the key is marked
+/// hit-for-miss), instead of holding them until its body ends: the origin, which holds the
+/// leader's body until a second request arrives, sees that request while the first answer
+/// is still open.
+fn a_leader_outgrowing_the_store_mid_body_lets_its_followers_go(backend: &str) {
+    let (address, seen) = start_stalling_origin();
+    let proxy = Proxy::start(
+        backend,
+        &["--collapse-wait", "60", "--max-object-bytes", "1000"],
+    );
+    let url = format!("http://{address}/growing");
+    let leader = {
+        let proxy_url = proxy.url();
+        let url = url.clone();
+        thread::spawn(move || curl(&["-i", "-x", &proxy_url, &url]))
+    };
+    let started = Instant::now();
+    while seen.lock().unwrap().0 < 1 && started.elapsed() < GATE_LIMIT {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let follower = curl(&["-i", "-x", &proxy.url(), &url]);
+    let follower = String::from_utf8_lossy(&follower.stdout).into_owned();
+    let leader = leader.join().unwrap();
+    let leader = String::from_utf8_lossy(&leader.stdout).into_owned();
+    assert!(
+        leader.starts_with("HTTP/1.1 200") && leader.ends_with(&"x".repeat(2000)),
+        "{leader}"
+    );
+    assert!(
+        follower.starts_with("HTTP/1.1 200") && follower.ends_with("short"),
+        "{follower}"
+    );
+    assert!(follower.contains("detail=hit-for-miss"), "{follower}");
+    assert_eq!(
+        seen.lock().unwrap().0,
+        2,
+        "the follower reached the origin itself"
+    );
+    // Held until the leader's body ended, the follower would have arrived after it.
+    assert!(
+        seen.lock().unwrap().2,
+        "the follower reached the origin while the leader's body was still open"
+    );
 }

@@ -103,6 +103,7 @@ impl<D: Driver> Worker<D> {
         let id = origin.id;
         self.put_origin(origin);
         let splice = self.plan_splice(client);
+        self.release_claim_of_dropped_fill(client);
         let flushed = if splice {
             // The head and the bytes that came with it leave with the spliced data.
             self.driver.flush_more(client.session.id)
@@ -465,6 +466,24 @@ impl<D: Driver> Worker<D> {
         Step::Keep
     }
 
+    /// The fill was dropped mid-body (the object outgrew what the store takes, or its
+    /// kept copy was lost): the requests collapsed behind this fetch go to the origin now,
+    /// and later misses of the key for a while (hit-for-miss), instead of waiting for a
+    /// body that will not be stored to end.
+    fn release_claim_of_dropped_fill(&self, client: &mut Client) {
+        let Some(exchange) = client.exchange.as_mut() else {
+            return;
+        };
+        let Some(progress) = exchange.response.as_ref() else {
+            return;
+        };
+        if progress.fill.is_none()
+            && let Some(claim) = exchange.cache.claim.take()
+        {
+            self.leader_not_stored(claim, progress.status, None);
+        }
+    }
+
     /// Whether this exchange's body may take the splice path at all.
     fn splice_allowed(&self, client: &Client) -> bool {
         self.config.data_path == DataPath::Splice
@@ -592,6 +611,7 @@ impl<D: Driver> Worker<D> {
                 let deadline = self.upstream_deadline();
                 self.driver.set_timer(origin_id, deadline);
                 self.driver.recv_at_most(origin_id, HEAD_READ_BYTES);
+                self.release_claim_of_dropped_fill(client);
                 return Step::Keep;
             }
             ResponseFraming::UntilClose => {
