@@ -337,14 +337,24 @@ fn followers_on_other_workers_get_their_leaders_answer(backend: &str) {
     assert_eq!(collapsed, count - 1, "the others waited for it");
 }
 
+/// What the stalling origin saw.
+#[derive(Default)]
+struct Stalled {
+    /// Requests received.
+    requests: usize,
+    /// The first answer is still open.
+    first_open: bool,
+    /// A later request arrived while it was.
+    overlapped: bool,
+}
+
 /// An origin whose first answer is a chunked body that stops after its first 2,000-byte
 /// chunk until a second request arrives (or [`GATE_LIMIT`]); later requests get a short
-/// answer at once. Returns its address and what it saw: (requests received, the first
-/// answer is still open, a later request arrived while it was).
-fn start_stalling_origin() -> (SocketAddr, Arc<Mutex<(usize, bool, bool)>>) {
+/// answer at once. Returns its address and what it saw.
+fn start_stalling_origin() -> (SocketAddr, Arc<Mutex<Stalled>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
-    let seen: Arc<Mutex<(usize, bool, bool)>> = Arc::default();
+    let seen: Arc<Mutex<Stalled>> = Arc::default();
     let shared = seen.clone();
     thread::spawn(move || {
         for stream in listener.incoming().flatten() {
@@ -365,13 +375,13 @@ fn start_stalling_origin() -> (SocketAddr, Arc<Mutex<(usize, bool, bool)>>) {
                 }
                 let first = {
                     let mut seen = seen.lock().unwrap();
-                    seen.0 += 1;
-                    if seen.0 == 1 {
-                        seen.1 = true;
+                    seen.requests += 1;
+                    if seen.requests == 1 {
+                        seen.first_open = true;
                     } else {
-                        seen.2 |= seen.1;
+                        seen.overlapped |= seen.first_open;
                     }
-                    seen.0 == 1
+                    seen.requests == 1
                 };
                 if !first {
                     let _ = writer.write_all(
@@ -388,11 +398,11 @@ fn start_stalling_origin() -> (SocketAddr, Arc<Mutex<(usize, bool, bool)>>) {
                     .as_bytes(),
                 );
                 let started = Instant::now();
-                while seen.lock().unwrap().0 < 2 && started.elapsed() < GATE_LIMIT {
+                while seen.lock().unwrap().requests < 2 && started.elapsed() < GATE_LIMIT {
                     thread::sleep(Duration::from_millis(10));
                 }
                 let _ = writer.write_all(b"0\r\n\r\n");
-                seen.lock().unwrap().1 = false;
+                seen.lock().unwrap().first_open = false;
             });
         }
     });
@@ -417,7 +427,7 @@ fn a_leader_outgrowing_the_store_mid_body_lets_its_followers_go(backend: &str) {
         thread::spawn(move || curl(&["-i", "-x", &proxy_url, &url]))
     };
     let started = Instant::now();
-    while seen.lock().unwrap().0 < 1 && started.elapsed() < GATE_LIMIT {
+    while seen.lock().unwrap().requests < 1 && started.elapsed() < GATE_LIMIT {
         thread::sleep(Duration::from_millis(10));
     }
     let follower = curl(&["-i", "-x", &proxy.url(), &url]);
@@ -434,13 +444,13 @@ fn a_leader_outgrowing_the_store_mid_body_lets_its_followers_go(backend: &str) {
     );
     assert!(follower.contains("detail=hit-for-miss"), "{follower}");
     assert_eq!(
-        seen.lock().unwrap().0,
+        seen.lock().unwrap().requests,
         2,
         "the follower reached the origin itself"
     );
     // Held until the leader's body ended, the follower would have arrived after it.
     assert!(
-        seen.lock().unwrap().2,
+        seen.lock().unwrap().overlapped,
         "the follower reached the origin while the leader's body was still open"
     );
 }
