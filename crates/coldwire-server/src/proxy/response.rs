@@ -563,7 +563,13 @@ impl<D: Driver> Worker<D> {
                 progress.splice = SplicePlan::Running;
                 progress.splice_length = length;
                 self.driver.cancel_timer(origin);
-                self.wait_for_client(client);
+                // Nothing left to write: the driver finished the splice at once and its
+                // `Sent` is queued for this turn, so there is no stalled write to watch
+                // for (and no SIOCOUTQ to read for the progress mark). A running transfer,
+                // bounded or not, counts in `queued_bytes`.
+                if self.driver.queued_bytes(client_id) > 0 {
+                    self.wait_for_client(client);
+                }
             }
             Err(_) => {
                 progress.splice = SplicePlan::No;
