@@ -161,26 +161,13 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     rate: None,
                     duration: parameters.duration,
                 };
-                let (document, raw) = match measure_once(
-                    context,
-                    &parameters,
-                    &setup,
-                    cold,
-                    saturating,
-                    &stem,
-                ) {
-                    Ok(result) => result,
-                    Err(error) => {
-                        let message = format!(
-                            "{backend} with {cold} cold connections (round {round}) failed: {error:#}"
-                        );
-                        context.progress(&format!("warning: {message}"));
-                        warnings.push(message);
-                        continue;
-                    }
+                let outcome = measure_once(context, &parameters, &setup, cold, saturating, &stem);
+                let what = format!("{backend} with {cold} cold connections (round {round})");
+                let Some(document) =
+                    context.keep(&what, &stem, outcome, &mut raw_files, &mut warnings)
+                else {
+                    continue;
                 };
-                raw_files.push(raw);
-                raw_files.push(format!("raw/{stem}.txt"));
                 let phase = document.phase()?;
                 let run = document.run()?;
                 if run.cold.established < cold {

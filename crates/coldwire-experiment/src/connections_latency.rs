@@ -93,17 +93,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                 extra: &[],
                 pinning,
             };
-            let (document, raw) = match measure(context, &setup, &bench_args, &stem, timeout) {
-                Ok(result) => result,
-                Err(error) => {
-                    let message = format!("{stem} failed: {error:#}");
-                    context.progress(&format!("warning: {message}"));
-                    warnings.push(message);
-                    continue;
-                }
+            let outcome = measure(context, &setup, &bench_args, &stem, timeout);
+            let Some(document) = context.keep(&stem, &stem, outcome, &mut raw_files, &mut warnings)
+            else {
+                continue;
             };
-            raw_files.push(raw);
-            raw_files.push(format!("raw/{stem}.txt"));
             let phase = document.phase()?;
             if phase.errors_total > 0 {
                 warnings.push(format!("{stem}: {} requests failed", phase.errors_total));

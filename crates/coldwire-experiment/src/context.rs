@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 
 use coldwire_report::{ExperimentRecord, MachineRecord, RECORD_SCHEMA_VERSION};
+
+use crate::bench_result::BenchDocument;
 use serde::de::DeserializeOwned;
 
 /// The inputs of one experiment run.
@@ -73,5 +75,32 @@ impl RunContext {
     /// A progress line on stderr, prefixed with the experiment's name.
     pub fn progress(&self, message: &str) {
         eprintln!("[{}] {message}", self.name);
+    }
+
+    /// Files one measurement's outcome: on success its raw files (`raw/<stem>.json`, given,
+    /// and `raw/<stem>.txt`) go into `raw_files` and its document comes back; a failure is
+    /// shown as progress and added to `warnings` as "`what` failed: …", so one failed point
+    /// never stops the others.
+    pub fn keep(
+        &self,
+        what: &str,
+        stem: &str,
+        outcome: anyhow::Result<(BenchDocument, String)>,
+        raw_files: &mut Vec<String>,
+        warnings: &mut Vec<String>,
+    ) -> Option<BenchDocument> {
+        match outcome {
+            Ok((document, raw)) => {
+                raw_files.push(raw);
+                raw_files.push(format!("raw/{stem}.txt"));
+                Some(document)
+            }
+            Err(error) => {
+                let message = format!("{what} failed: {error:#}");
+                self.progress(&format!("warning: {message}"));
+                warnings.push(message);
+                None
+            }
+        }
     }
 }

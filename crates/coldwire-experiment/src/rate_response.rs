@@ -120,17 +120,12 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     extra: &[],
                     pinning,
                 };
-                let (document, raw) = match measure(context, &setup, &bench_args, &stem, timeout) {
-                    Ok(result) => result,
-                    Err(error) => {
-                        let message = format!("{stem} failed: {error:#}");
-                        context.progress(&format!("warning: {message}"));
-                        warnings.push(message);
-                        continue;
-                    }
+                let outcome = measure(context, &setup, &bench_args, &stem, timeout);
+                let Some(document) =
+                    context.keep(&stem, &stem, outcome, &mut raw_files, &mut warnings)
+                else {
+                    continue;
                 };
-                raw_files.push(raw);
-                raw_files.push(format!("raw/{stem}.txt"));
                 let run = document.run()?;
                 let points: Vec<(f64, f64, f64, f64)> = run
                     .phases

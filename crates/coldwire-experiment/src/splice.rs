@@ -33,7 +33,7 @@ use response::{ResponseParameters, response_curves, summarise_response};
 
 use crate::RunContext;
 use crate::figures::{axis, figure, machine_load_warning, median, series, short, thousands};
-use crate::peers::contenders::{Contender, Running, Target, measure, start};
+use crate::peers::contenders::{Contender, Target, measure_started};
 use crate::peers::origin::Origin;
 use crate::serve::{DocumentRoot, Pinning};
 
@@ -188,7 +188,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                 ];
                 let timeout =
                     Duration::from_secs_f64(60.0 + 2.0 * (parameters.warmup + parameters.duration));
-                match measure_point(
+                let outcome = measure_point(
                     context,
                     &proxy(path)?,
                     &target,
@@ -196,52 +196,40 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                     pinning,
                     &stem,
                     timeout,
-                ) {
-                    Ok((document, raw)) => {
-                        raw_files.push(raw);
-                        raw_files.push(format!("raw/{stem}.txt"));
-                        let phase = document.phase()?;
-                        if phase.errors_total > 0 {
-                            warnings.push(format!(
-                                "{} {path}, round {round}: {} requests failed",
-                                size_name(size),
-                                phase.errors_total
-                            ));
-                        }
-                        if phase.achieved_rate < 0.95 * parameters.rate {
-                            warnings.push(format!(
-                                "{} {path}, round {round}: only {} of {} requests/s were answered — \
-                                 the proxy or the origin/generator CPU was saturated; its CPU per request is not at the fixed rate",
-                                size_name(size),
-                                thousands(phase.achieved_rate),
-                                thousands(parameters.rate)
-                            ));
-                        }
-                        let cpu_us = phase
-                            .server
-                            .map_or(f64::NAN, |server| server.cpu_us_per_request);
-                        context.progress(&format!(
-                            "  {} µs proxy CPU per request, {} requests/s",
-                            short(cpu_us),
-                            thousands(phase.achieved_rate)
-                        ));
-                        points.push(CpuPoint {
-                            round,
-                            size,
-                            path_index,
-                            cpu_us,
-                            achieved: phase.achieved_rate,
-                        });
-                    }
-                    Err(error) => {
-                        let message = format!(
-                            "{} {path}, round {round} failed: {error:#}",
-                            size_name(size)
-                        );
-                        context.progress(&format!("warning: {message}"));
-                        warnings.push(message);
-                    }
+                );
+                let what = format!("{} {path}, round {round}", size_name(size));
+                let Some(document) =
+                    context.keep(&what, &stem, outcome, &mut raw_files, &mut warnings)
+                else {
+                    continue;
+                };
+                let phase = document.phase()?;
+                if phase.errors_total > 0 {
+                    warnings.push(format!("{what}: {} requests failed", phase.errors_total));
                 }
+                if phase.achieved_rate < 0.95 * parameters.rate {
+                    warnings.push(format!(
+                        "{what}: only {} of {} requests/s were answered — \
+                         the proxy or the origin/generator CPU was saturated; its CPU per request is not at the fixed rate",
+                        thousands(phase.achieved_rate),
+                        thousands(parameters.rate)
+                    ));
+                }
+                let cpu_us = phase
+                    .server
+                    .map_or(f64::NAN, |server| server.cpu_us_per_request);
+                context.progress(&format!(
+                    "  {} µs proxy CPU per request, {} requests/s",
+                    short(cpu_us),
+                    thousands(phase.achieved_rate)
+                ));
+                points.push(CpuPoint {
+                    round,
+                    size,
+                    path_index,
+                    cpu_us,
+                    achieved: phase.achieved_rate,
+                });
             }
         }
     }
@@ -302,22 +290,15 @@ fn measure_point(
     stem: &str,
     timeout: Duration,
 ) -> anyhow::Result<(crate::bench_result::BenchDocument, String)> {
-    let mut running: Running = start(contender, target)?;
-    let address = running.address.to_string();
-    let args = args
-        .into_iter()
-        .map(|arg| arg.replace("{}", &address))
-        .collect();
-    let result = measure(
+    measure_started(
         context,
-        &mut running,
+        contender,
+        target,
         args,
         pinning.generator_cpu,
         stem,
         timeout,
-    );
-    running.stop();
-    result
+    )
 }
 
 /// Median over rounds of `cpu_us` of (`size`, `path_index`).

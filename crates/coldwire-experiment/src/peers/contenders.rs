@@ -343,6 +343,28 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
     })
 }
 
+/// Starts `contender`, runs `coldwire bench ARGS` against it as [`measure`] does (`{}` in
+/// an argument becomes its address), and stops it.
+pub(crate) fn measure_started(
+    context: &RunContext,
+    contender: &Contender,
+    target: &Target<'_>,
+    args: Vec<String>,
+    generator_cpu: Option<usize>,
+    stem: &str,
+    timeout: Duration,
+) -> anyhow::Result<(BenchDocument, String)> {
+    let mut running = start(contender, target)?;
+    let address = running.address.to_string();
+    let args = args
+        .into_iter()
+        .map(|arg| arg.replace("{}", &address))
+        .collect();
+    let result = measure(context, &mut running, args, generator_cpu, stem, timeout);
+    running.stop();
+    result
+}
+
 /// Runs `coldwire bench ARGS` (pinned to `generator_cpu`, JSON to `raw/<stem>.json`) against
 /// `running`, measuring its CPU with `--server-pid` (and its counters, for coldwire); fails
 /// with the server's stderr if it died meanwhile.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use coldwire_report::{ExperimentRecord, Scale, Table};
 use serde::{Deserialize, Serialize};
 
-use super::contenders::{Contender, Target, measure, start};
+use super::contenders::{Contender, Target, measure_started};
 use crate::RunContext;
 use crate::figures::{axis, figure, format_percent, percent_change, series, short, thousands};
 use crate::serve::{DocumentRoot, Pinning};
@@ -94,29 +94,22 @@ pub(crate) fn run(
             let name = contender.name();
             context.progress(&format!("server: {name}, {cold} cold connections"));
             let stem = format!("server-{}-cold{cold}", slug(&name));
-            let result = start(contender, &target).and_then(|mut running| {
-                let args = vec![
-                    format!("--url=http://{}/{file}", running.address),
-                    "--rate=max".to_owned(),
-                    format!("--connections={}", parameters.connections),
-                    format!("--cold={cold}"),
-                    format!("--cold-rate={}", parameters.cold_rate),
-                    format!("--warmup={}", parameters.warmup),
-                    format!("--duration={}", parameters.duration),
-                ];
-                let opening = cold as f64 / parameters.cold_rate;
-                let timeout = Duration::from_secs_f64(
-                    60.0 + 2.0 * (opening + parameters.warmup + parameters.duration),
-                );
-                measure(
-                    context,
-                    &mut running,
-                    args,
-                    pinning.generator_cpu,
-                    &stem,
-                    timeout,
-                )
-            });
+            let args = vec![
+                format!("--url=http://{{}}/{file}"),
+                "--rate=max".to_owned(),
+                format!("--connections={}", parameters.connections),
+                format!("--cold={cold}"),
+                format!("--cold-rate={}", parameters.cold_rate),
+                format!("--warmup={}", parameters.warmup),
+                format!("--duration={}", parameters.duration),
+            ];
+            let opening = cold as f64 / parameters.cold_rate;
+            let timeout = Duration::from_secs_f64(
+                60.0 + 2.0 * (opening + parameters.warmup + parameters.duration),
+            );
+            let generator = pinning.generator_cpu;
+            let result =
+                measure_started(context, contender, &target, args, generator, &stem, timeout);
             match result {
                 Ok((document, raw)) => {
                     raw_files.push(raw);
@@ -173,33 +166,26 @@ pub(crate) fn run(
                 load_name(cold)
             ));
             let stem = format!("rate-{}-cold{cold}", slug(&name));
-            let result = start(contender, &target).and_then(|mut running| {
-                let args = vec![
-                    format!("--url=http://{}/{file}", running.address),
-                    "--saturate".to_owned(),
-                    format!("--rate={}", rate.start_rate),
-                    format!("--saturate-factor={}", rate.factor),
-                    format!("--saturate-steps={}", rate.max_steps),
-                    format!("--saturate-p99={}", rate.p99_limit_ms),
-                    "--arrivals=constant".to_owned(),
-                    format!("--connections={}", rate.connections),
-                    format!("--cold={cold}"),
-                    "--cold-rate=10000".to_owned(),
-                    format!("--warmup={}", rate.warmup),
-                    format!("--duration={}", rate.duration),
-                ];
-                let timeout = Duration::from_secs_f64(
-                    60.0 + rate.max_steps as f64 * (rate.warmup + rate.duration + 6.0),
-                );
-                measure(
-                    context,
-                    &mut running,
-                    args,
-                    pinning.generator_cpu,
-                    &stem,
-                    timeout,
-                )
-            });
+            let args = vec![
+                format!("--url=http://{{}}/{file}"),
+                "--saturate".to_owned(),
+                format!("--rate={}", rate.start_rate),
+                format!("--saturate-factor={}", rate.factor),
+                format!("--saturate-steps={}", rate.max_steps),
+                format!("--saturate-p99={}", rate.p99_limit_ms),
+                "--arrivals=constant".to_owned(),
+                format!("--connections={}", rate.connections),
+                format!("--cold={cold}"),
+                "--cold-rate=10000".to_owned(),
+                format!("--warmup={}", rate.warmup),
+                format!("--duration={}", rate.duration),
+            ];
+            let timeout = Duration::from_secs_f64(
+                60.0 + rate.max_steps as f64 * (rate.warmup + rate.duration + 6.0),
+            );
+            let generator = pinning.generator_cpu;
+            let result =
+                measure_started(context, contender, &target, args, generator, &stem, timeout);
             match result {
                 Ok((document, raw)) => {
                     raw_files.push(raw);

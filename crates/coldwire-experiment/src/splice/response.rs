@@ -95,49 +95,40 @@ pub(super) fn response_curves(
                     continue;
                 }
             };
-            match measure_point(context, &contender, target, args, pinning, &stem, timeout) {
-                Ok((document, raw)) => {
-                    raw_files.push(raw);
-                    raw_files.push(format!("raw/{stem}.txt"));
-                    let Ok(run) = document.run() else { continue };
-                    let steps = run
-                        .phases
-                        .iter()
-                        .map(|phase| Step {
-                            offered: phase.offered_rate.unwrap_or(f64::NAN),
-                            p50_ms: phase.latency.corrected.p50_us / 1000.0,
-                            p99_ms: phase.latency.corrected.p99_us / 1000.0,
-                            cpu_us: phase
-                                .server
-                                .as_ref()
-                                .map_or(f64::NAN, |server| server.cpu_us_per_request),
-                            achieved: phase.achieved_rate,
-                        })
-                        .collect();
-                    let saturation = run
-                        .saturation
+            let outcome = measure_point(context, &contender, target, args, pinning, &stem, timeout);
+            let what = format!("response time, {} {path}", size_name(size));
+            let Some(document) = context.keep(&what, &stem, outcome, raw_files, warnings) else {
+                continue;
+            };
+            let Ok(run) = document.run() else { continue };
+            let steps = run
+                .phases
+                .iter()
+                .map(|phase| Step {
+                    offered: phase.offered_rate.unwrap_or(f64::NAN),
+                    p50_ms: phase.latency.corrected.p50_us / 1000.0,
+                    p99_ms: phase.latency.corrected.p99_us / 1000.0,
+                    cpu_us: phase
+                        .server
                         .as_ref()
-                        .map_or(f64::NAN, |saturation| saturation.saturation_throughput);
-                    context.progress(&format!(
-                        "  saturation throughput {} requests/s",
-                        thousands(saturation)
-                    ));
-                    curves.push(Curve {
-                        size,
-                        path: path.clone(),
-                        steps,
-                        saturation,
-                    });
-                }
-                Err(error) => {
-                    let message = format!(
-                        "response time, {} {path} failed: {error:#}",
-                        size_name(size)
-                    );
-                    context.progress(&format!("warning: {message}"));
-                    warnings.push(message);
-                }
-            }
+                        .map_or(f64::NAN, |server| server.cpu_us_per_request),
+                    achieved: phase.achieved_rate,
+                })
+                .collect();
+            let saturation = run
+                .saturation
+                .as_ref()
+                .map_or(f64::NAN, |saturation| saturation.saturation_throughput);
+            context.progress(&format!(
+                "  saturation throughput {} requests/s",
+                thousands(saturation)
+            ));
+            curves.push(Curve {
+                size,
+                path: path.clone(),
+                steps,
+                saturation,
+            });
         }
     }
     curves
