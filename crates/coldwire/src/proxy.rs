@@ -107,11 +107,12 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
         Mode::Reverse { host, port } => format!("reverse to {host}:{port}"),
     };
     let proxy = RunningProxy::start(config).context("coldwire proxy could not start")?;
+    // The banner first, as in `serve`: the address line means the banner is complete.
+    eprintln!("coldwire proxy: {reverse}, backend {backend}, {workers} worker(s); Ctrl-C stops");
     println!("proxy listening on http://{}", proxy.local_addr());
     if let Some(admin) = proxy.admin_addr() {
         println!("stats on http://{admin}/stats");
     }
-    eprintln!("coldwire proxy: {reverse}, backend {backend}, {workers} worker(s); Ctrl-C stops");
     let stop = proxy.stop_handle();
     system::stop_on_termination_signal(
         "coldwire proxy",

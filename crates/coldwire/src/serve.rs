@@ -65,13 +65,15 @@ pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
             limit.saturating_sub(64)
         );
     }
+    // The banner goes out before the address: whoever waits for "listening on" (a test, a
+    // script) and then stops the server has the whole banner on stderr.
+    eprintln!(
+        "coldwire serve: backend {backend}, {workers} worker(s), open-files limit {limit}; Ctrl-C stops"
+    );
     println!("listening on http://{}", server.local_addr());
     if let Some(admin) = server.admin_addr() {
         println!("stats on http://{admin}/stats");
     }
-    eprintln!(
-        "coldwire serve: backend {backend}, {workers} worker(s), open-files limit {limit}; Ctrl-C stops"
-    );
     let stop = server.stop_handle();
     system::stop_on_termination_signal(
         "coldwire serve",
