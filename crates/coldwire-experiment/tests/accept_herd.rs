@@ -4,14 +4,13 @@
 
 mod micro_support;
 
-use micro_support::{assert_series, context, figure, raw_files, scenario, xs};
+use micro_support::{assert_series, figure, raw_files, run_in, scenario, xs};
 
 const MODES: usize = 4;
 
 fn run(scenario: serde_json::Value) -> anyhow::Result<coldwire_experiment::ExperimentRecord> {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let experiment = coldwire_experiment::find("accept-herd").expect("registered");
-    (experiment.run)(&context(dir.path(), scenario, true))
+    run_in(dir.path(), "accept-herd", scenario)
 }
 
 #[test]
@@ -19,8 +18,7 @@ fn quick_run_measures_every_mode_at_every_n() {
     let quick = scenario("accept-herd", true);
     let workers = xs(&quick, "workers");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let experiment = coldwire_experiment::find("accept-herd").expect("registered");
-    let record = (experiment.run)(&context(dir.path(), quick.clone(), true)).expect("it runs");
+    let record = run_in(dir.path(), "accept-herd", quick.clone()).expect("it runs");
 
     assert_eq!(record.experiment, "accept-herd");
     assert!(record.quick);

@@ -4,14 +4,13 @@
 
 mod micro_support;
 
-use micro_support::{assert_series, context, figure, raw_files, scenario, xs};
+use micro_support::{assert_series, figure, raw_files, run_in, scenario, xs};
 
 const ALLOCATORS: usize = 4;
 
 fn run(scenario: serde_json::Value) -> anyhow::Result<coldwire_experiment::ExperimentRecord> {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let experiment = coldwire_experiment::find("slot-alloc").expect("registered");
-    (experiment.run)(&context(dir.path(), scenario, true))
+    run_in(dir.path(), "slot-alloc", scenario)
 }
 
 #[test]
@@ -19,8 +18,7 @@ fn quick_run_measures_every_allocator_at_every_k() {
     let quick = scenario("slot-alloc", true);
     let opens = xs(&quick, "open");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let experiment = coldwire_experiment::find("slot-alloc").expect("registered");
-    let record = (experiment.run)(&context(dir.path(), quick.clone(), true)).expect("it runs");
+    let record = run_in(dir.path(), "slot-alloc", quick.clone()).expect("it runs");
 
     assert_eq!(record.experiment, "slot-alloc");
     let plot = figure(&record, "ns-per-allocation");

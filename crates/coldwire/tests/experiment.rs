@@ -40,6 +40,27 @@ fn write_scenarios(dir: &Path) {
     std::fs::write(dir.join("rate-response.toml"), "backendz = [\"epoll\"]\n").unwrap();
 }
 
+/// `coldwire experiment ARGS --quick` with the test scenarios, results in the returned
+/// temporary directory's `results/`.
+fn quick_run(args: &[&str]) -> (tempfile::TempDir, Output) {
+    let temp = tempfile::tempdir().unwrap();
+    let scenarios = temp.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    write_scenarios(&scenarios);
+    let results = temp.path().join("results");
+    let mut all = vec!["experiment"];
+    all.extend_from_slice(args);
+    all.extend([
+        "--quick",
+        "--scenarios",
+        scenarios.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let output = coldwire(&all);
+    (temp, output)
+}
+
 fn record(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("experiment.json")).expect("experiment.json");
     serde_json::from_str(&text).expect("experiment.json is JSON")
@@ -47,22 +68,8 @@ fn record(dir: &Path) -> serde_json::Value {
 
 #[test]
 fn quick_cold_scaling_writes_a_series_per_backend_and_a_point_per_cold_count() {
-    let temp = tempfile::tempdir().unwrap();
-    let scenarios = temp.path().join("scenarios");
-    std::fs::create_dir(&scenarios).unwrap();
-    write_scenarios(&scenarios);
+    let (temp, output) = quick_run(&["cold-scaling", "--machine", "test"]);
     let results = temp.path().join("results");
-    let output = coldwire(&[
-        "experiment",
-        "cold-scaling",
-        "--quick",
-        "--machine",
-        "test",
-        "--scenarios",
-        scenarios.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "stderr:\n{stderr}");
     assert!(
@@ -135,21 +142,8 @@ fn an_unknown_experiment_is_refused_with_the_known_names() {
 
 #[test]
 fn a_failing_experiment_does_not_stop_the_next_one() {
-    let temp = tempfile::tempdir().unwrap();
-    let scenarios = temp.path().join("scenarios");
-    std::fs::create_dir(&scenarios).unwrap();
-    write_scenarios(&scenarios);
+    let (temp, output) = quick_run(&["rate-response", "cold-scaling"]);
     let results = temp.path().join("results");
-    let output = coldwire(&[
-        "experiment",
-        "rate-response",
-        "cold-scaling",
-        "--quick",
-        "--scenarios",
-        scenarios.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "one experiment failed: {stderr}");
     assert!(stderr.contains("[rate-response] FAILED"), "{stderr}");

@@ -44,6 +44,16 @@ pub fn context(dir: &Path, scenario: serde_json::Value, quick: bool) -> RunConte
     }
 }
 
+/// Runs experiment `name` with `scenario` (as a quick run) writing into `dir`.
+pub fn run_in(
+    dir: &Path,
+    name: &str,
+    scenario: serde_json::Value,
+) -> anyhow::Result<ExperimentRecord> {
+    let experiment = coldwire_experiment::find(name).expect("registered");
+    (experiment.run)(&context(dir, scenario, true))
+}
+
 /// The figure called `id`; fails the test when it is missing.
 pub fn figure<'a>(record: &'a ExperimentRecord, id: &str) -> &'a Figure {
     record
