@@ -59,6 +59,7 @@ impl RunContext {
             description,
             command: self.command.clone(),
             quick: self.quick,
+            commit: None,
             started_unix_seconds: 0.0,
             duration_seconds: 0.0,
             machine: self.machine.clone(),

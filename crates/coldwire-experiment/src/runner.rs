@@ -196,11 +196,24 @@ fn run_one(
     };
     record.started_unix_seconds = started_unix;
     record.duration_seconds = started.elapsed().as_secs_f64();
+    record.commit = source_commit();
     record.command = context.command.clone();
     record.machine = context.machine.clone();
     record.quick = context.quick;
     record.experiment = experiment.name.to_owned();
     output::write(dir, &record)
+}
+
+/// `git describe --always --dirty` of the working directory, when it is a git checkout
+/// with git installed (a result then names the source it came from).
+fn source_commit() -> Option<String> {
+    let output = std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (output.status.success() && !commit.is_empty()).then_some(commit)
 }
 
 #[cfg(test)]

@@ -25,6 +25,10 @@ pub struct ExperimentRecord {
     pub command: Vec<String>,
     /// A `--quick` run (scaled down: proves the pipeline, not the speed).
     pub quick: bool,
+    /// The source it ran from: `git describe --always --dirty` of the working directory
+    /// (absent when that is not a git checkout, and in records written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// Unix time the experiment started.
     pub started_unix_seconds: f64,
     /// Wall-clock seconds it took.

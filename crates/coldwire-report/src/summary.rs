@@ -34,9 +34,13 @@ pub fn summary_markdown(record: &ExperimentRecord, warnings: &[String]) -> Strin
     out.push_str("```\n\n");
     let _ = writeln!(
         out,
-        "Started {}, took {:.1} s.\n",
+        "Started {}, took {:.1} s{}.\n",
         utc_time(record.started_unix_seconds),
-        record.duration_seconds
+        record.duration_seconds,
+        record
+            .commit
+            .as_ref()
+            .map_or(String::new(), |commit| format!(", at commit {commit}"))
     );
     out.push_str("## Machine\n\n");
     out.push_str(&markdown_table(&machine_table(&record.machine)));

@@ -116,6 +116,28 @@ fn summary_says_what_was_run_found_and_compared() {
 }
 
 #[test]
+fn the_commit_is_kept_and_named_and_older_records_without_it_still_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut record = common::record("cold-scaling");
+    record.commit = Some("9dd9307-dirty".to_owned());
+    write_experiment(dir.path(), &record).expect("writes");
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).expect("summary");
+    assert!(
+        summary.contains("took 42.5 s, at commit 9dd9307-dirty."),
+        "{summary}"
+    );
+    assert_eq!(read_experiment(dir.path()).expect("reads"), record);
+
+    // A record written before the field existed has no `commit` key at all.
+    let path = dir.path().join("experiment.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("commit");
+    std::fs::write(&path, json.to_string()).unwrap();
+    assert_eq!(read_experiment(dir.path()).expect("reads").commit, None);
+}
+
+#[test]
 fn renderer_warnings_are_returned_and_listed_in_the_summary() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut record = common::record("cold-scaling");

@@ -261,6 +261,7 @@ pub(super) fn record(
             .to_owned(),
         command: context.command.clone(),
         quick: context.quick,
+        commit: None,
         started_unix_seconds: 0.0,
         duration_seconds: 0.0,
         machine: context.machine.clone(),

@@ -60,6 +60,7 @@ pub fn record(name: &str) -> ExperimentRecord {
             name.to_string(),
         ],
         quick: true,
+        commit: None,
         started_unix_seconds: 1_795_350_000.0,
         duration_seconds: 42.5,
         machine: MachineRecord {
