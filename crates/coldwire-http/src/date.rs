@@ -15,6 +15,28 @@ pub const HTTP_DATE_LEN: usize = 29;
 /// Seconds from the epoch to 9999-12-31T23:59:59Z, the last second httpdate can format.
 const LAST_FORMATTABLE_SECOND: u64 = 253_402_300_799;
 
+/// The proleptic Gregorian (year, month 1–12, day 1–31) of a count of days since
+/// 1970-01-01 (negative before it), by Howard Hinnant's days-to-civil algorithm — for the
+/// other date formats the project writes (access-log lines, result directory names).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    // Both are in range by construction (1..=12, 1..=31).
+    (year, month as u32, day as u32)
+}
+
 /// Formats `time` (truncated to whole seconds) as an IMF-fixdate, without allocating.
 pub fn format_http_date(time: SystemTime) -> [u8; HTTP_DATE_LEN] {
     let seconds = unix_seconds(time).min(LAST_FORMATTABLE_SECOND);
@@ -113,6 +135,15 @@ mod tests {
 
     fn at(seconds: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn civil_dates_across_eras_and_leap_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+        assert_eq!(civil_from_days(-719_468), (0, 3, 1));
     }
 
     #[test]

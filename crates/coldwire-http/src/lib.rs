@@ -52,7 +52,8 @@ pub use conditional::{
     Precondition, Validators, evaluate_conditionals, evaluate_request_range, if_range_allows,
 };
 pub use date::{
-    DateCache, HTTP_DATE_LEN, format_http_date, parse_http_date, truncate_to_seconds, unix_seconds,
+    DateCache, HTTP_DATE_LEN, civil_from_days, format_http_date, parse_http_date,
+    truncate_to_seconds, unix_seconds,
 };
 pub use error::HttpError;
 pub use etag::{ETAG_MAX_LEN, ETag, EntityTagRef};

@@ -1,4 +1,5 @@
-//! Dates for people: a Unix time as `YYYY-MM-DD HH:MM UTC`, without a calendar crate.
+//! Dates for people: a Unix time as `YYYY-MM-DD HH:MM UTC` (the calendar arithmetic is
+//! `coldwire_http::civil_from_days`, shared with the access log).
 
 /// `YYYY-MM-DD HH:MM UTC` for a Unix time (proleptic Gregorian calendar).
 pub fn utc_time(unix_seconds: f64) -> String {
@@ -18,21 +19,7 @@ pub fn utc_time(unix_seconds: f64) -> String {
 /// `YYYY-MM-DD` (UTC) of a Unix time: the date in `results/<date>-<machine>/`.
 pub fn utc_date(unix_seconds: f64) -> String {
     let days = (unix_seconds.floor() as i64).div_euclid(86_400);
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = coldwire_http::civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
 }
 

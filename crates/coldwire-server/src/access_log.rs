@@ -31,21 +31,7 @@ const MONTHS: [&[u8; 3]; 12] = [
 pub fn format_clf_date(unix_seconds: u64) -> [u8; 28] {
     let days = (unix_seconds / 86_400) as i64;
     let seconds_of_day = unix_seconds % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = coldwire_http::civil_from_days(days);
     let mut out = [0u8; 28];
     let text = format!(
         "[{:02}/{}/{:04}:{:02}:{:02}:{:02} +0000]",
