@@ -332,44 +332,26 @@ pub(crate) fn run(
     }
     // coldwire against each peer, point by point (side by side).
     for (index, name) in names.iter().enumerate().skip(1) {
-        let ratios: Vec<String> = parameters
-            .cold
-            .iter()
-            .filter_map(|&cold| {
-                let of = |who: usize| {
-                    saturation
-                        .iter()
-                        .find(|point| point.0 == who && point.1 == cold)
-                };
-                let (ours, theirs) = (of(0)?, of(index)?);
-                (theirs.2 > 0.0).then(|| {
-                    format!(
-                        "{:.2}× at {} cold",
-                        ours.2 / theirs.2,
-                        thousands(cold as f64)
-                    )
+        // coldwire / this peer of one figure of a point, at every cold count both have.
+        let ratios_of = |figure: fn(&(usize, u64, f64, f64)) -> f64| -> Vec<String> {
+            parameters
+                .cold
+                .iter()
+                .filter_map(|&cold| {
+                    let of = |who: usize| {
+                        saturation
+                            .iter()
+                            .find(|point| point.0 == who && point.1 == cold)
+                    };
+                    let (ours, theirs) = (figure(of(0)?), figure(of(index)?));
+                    (theirs > 0.0 && ours.is_finite()).then(|| {
+                        format!("{:.2}× at {} cold", ours / theirs, thousands(cold as f64))
+                    })
                 })
-            })
-            .collect();
-        let cpu_ratios: Vec<String> = parameters
-            .cold
-            .iter()
-            .filter_map(|&cold| {
-                let of = |who: usize| {
-                    saturation
-                        .iter()
-                        .find(|point| point.0 == who && point.1 == cold)
-                };
-                let (ours, theirs) = (of(0)?, of(index)?);
-                (theirs.3 > 0.0 && ours.3.is_finite()).then(|| {
-                    format!(
-                        "{:.2}× at {} cold",
-                        ours.3 / theirs.3,
-                        thousands(cold as f64)
-                    )
-                })
-            })
-            .collect();
+                .collect()
+        };
+        let ratios = ratios_of(|point| point.2);
+        let cpu_ratios = ratios_of(|point| point.3);
         if !cpu_ratios.is_empty() {
             record.findings.push(format!(
                 "Server CPU per request coldwire / {name} (the figure to compare when a server did not get its \
