@@ -12,7 +12,8 @@ use coldwire_io::{Buffer, Driver, Flush};
 use super::cache_fill::CacheDecision;
 use super::collapse::POLL;
 use super::config::Mode;
-use super::head::via_hops;
+use super::forward::BodyStep;
+use super::head::{connection_names_framing, via_hops};
 use super::policy::TextAnswer;
 use super::purge::is_purge;
 use super::state::{Client, RequestBody};
@@ -76,7 +77,9 @@ impl<D: Driver> Worker<D> {
         }
         let may_complete = self.append_input(client, buffer);
         if client.exchange.is_some() {
-            self.forward_request_body(client);
+            if let BodyStep::Aborted = self.forward_request_body(client) {
+                return self.flush_client(client);
+            }
             return Step::Keep;
         }
         let session = &client.session;
@@ -192,6 +195,10 @@ impl<D: Driver> Worker<D> {
         if via_hops(head, &self.config.name) > 0 {
             // This request came through this proxy before: a forwarding loop.
             return Ok(self.answer_error(client, head.version(), Status::FORBIDDEN, false, output));
+        }
+        if connection_names_framing(head) {
+            // Forwarding without the named field would leave the body unframed upstream.
+            return Err(Status::BAD_REQUEST);
         }
         let target = parse_target(head.method(), head.target()).map_err(status_of)?;
         // The configuration outlives the request; a clone of the Arc frees `self`.

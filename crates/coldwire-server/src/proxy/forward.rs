@@ -7,7 +7,8 @@
 
 use std::net::SocketAddr;
 
-use coldwire_http::{RequestHead, Status};
+use coldwire_http::fields::{comma_list, strip_parameters};
+use coldwire_http::{ChunkedDecoder, RequestHead, Status, write_chunk};
 use coldwire_io::{Chunk, ConnectionId, Driver, Flush};
 
 use super::client::{Destination, is_idempotent};
@@ -17,6 +18,35 @@ use super::state::{CacheWork, Client, Exchange, Origin, OriginState, RequestBody
 use super::worker::{Step, Worker};
 use crate::output::Output;
 use crate::session::Phase;
+
+/// What [`Worker::forward_request_body`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BodyStep {
+    /// Body bytes (if any) were queued and the origin flushed.
+    Flushed,
+    /// Nothing to do yet: no body, or no origin connection yet (nothing was flushed).
+    Waiting,
+    /// The body was malformed and the exchange aborted; the client must be flushed.
+    Aborted,
+}
+
+/// The last chunk, the trailer fields that may be forwarded, and the final CRLF.
+pub(super) fn write_last_chunk_with_trailers(
+    out: &mut Vec<u8>,
+    decoder: &ChunkedDecoder,
+    with_trailers: bool,
+) {
+    out.extend_from_slice(b"0\r\n");
+    for (name, value) in decoder.trailers() {
+        if with_trailers && coldwire_http::allowed_in_trailers(name) {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
 
 impl<D: Driver> Worker<D> {
     /// Starts forwarding a request: the exchange is created, then the origin is resolved
@@ -49,6 +79,10 @@ impl<D: Driver> Worker<D> {
             version: head.version(),
             keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
             body,
+            accepts_trailers: head
+                .header_values("te")
+                .flat_map(comma_list)
+                .any(|coding| strip_parameters(coding).eq_ignore_ascii_case(b"trailers")),
             retry_allowed: is_idempotent(head.method()) && !has_body,
             retried: false,
             reused: false,
@@ -167,8 +201,9 @@ impl<D: Driver> Worker<D> {
         self.arm_response_head_read(origin.id);
         let id = origin.id;
         self.put_origin(origin);
-        // Request body bytes already received go right after the head.
-        if !self.forward_request_body(client) {
+        // Request body bytes already received go right after the head. (A malformed body
+        // ends the exchange here; the callers flush the client when it has none left.)
+        if let BodyStep::Waiting = self.forward_request_body(client) {
             let _ = self.driver.flush(id);
         }
     }
@@ -185,47 +220,51 @@ impl<D: Driver> Worker<D> {
         None
     }
 
-    /// Forwards request body bytes from the client's input to the origin. Returns whether
-    /// it flushed the origin.
-    pub(super) fn forward_request_body(&mut self, client: &mut Client) -> bool {
+    /// Forwards request body bytes from the client's input to the origin: a
+    /// `Content-Length` body as received, a chunked body decoded strictly and written again
+    /// in canonical form (no chunk extensions; trailers only the fields allowed there). A
+    /// malformed chunked body aborts the exchange at once ([`Worker::abort_malformed_body`]):
+    /// the caller must then flush the client.
+    pub(super) fn forward_request_body(&mut self, client: &mut Client) -> BodyStep {
         let Some(exchange) = client.exchange.as_mut() else {
-            return false;
+            return BodyStep::Waiting;
         };
         let Some(origin) = exchange.origin else {
-            return false;
+            return BodyStep::Waiting;
         };
         if matches!(exchange.body, RequestBody::Done) {
-            return false;
+            return BodyStep::Waiting;
         }
-        let mut taken = 0;
         if let Some(input) = client.session.input.as_mut() {
             let available = input.filled();
-            taken = match &mut exchange.body {
+            let mut bytes = self.driver.take_vec();
+            let taken = match &mut exchange.body {
                 RequestBody::Done => 0,
                 RequestBody::Length(remaining) => {
                     let take = available
                         .len()
                         .min(usize::try_from(*remaining).unwrap_or(usize::MAX));
                     *remaining -= take as u64;
+                    bytes.extend_from_slice(&available[..take]);
                     take
                 }
-                RequestBody::Chunked(decoder) => match decoder.decode(available, |_| {}) {
-                    Ok(progress) => progress.consumed,
-                    Err(_) => {
-                        // A malformed chunked body: the origin gets a truncated request
-                        // and the client a 400 once the exchange is torn down.
-                        usize::MAX
+                RequestBody::Chunked(decoder) => {
+                    match decoder.decode(available, |data| write_chunk(&mut bytes, data)) {
+                        Ok(progress) => {
+                            if progress.done {
+                                write_last_chunk_with_trailers(&mut bytes, decoder, true);
+                            }
+                            progress.consumed
+                        }
+                        Err(_) => {
+                            self.abort_malformed_body(client);
+                            return BodyStep::Aborted;
+                        }
                     }
-                },
+                }
             };
-            if taken == usize::MAX {
-                self.http.rejected += 1;
-                return false;
-            }
-            if taken > 0 {
-                let mut bytes = self.driver.take_vec();
-                bytes.extend_from_slice(&available[..taken]);
-                input.consume(taken);
+            input.consume(taken);
+            if !bytes.is_empty() {
                 self.driver.send(origin, Chunk::Owned(bytes));
             }
             if matches!(&exchange.body, RequestBody::Length(0))
@@ -243,8 +282,51 @@ impl<D: Driver> Worker<D> {
             Flush::Pending if !done => client.body_blocked = true,
             _ => {}
         }
-        let _ = taken;
-        true
+        BodyStep::Flushed
+    }
+
+    /// A chunked request body turned out malformed: the half-sent request is aborted (its
+    /// origin connection closed, never pooled, so no byte after the error reaches the
+    /// origin), and the client gets a 400 and a closed connection — or, when the origin had
+    /// already begun its answer, just the close (the client sees a truncated response).
+    pub(super) fn abort_malformed_body(&mut self, client: &mut Client) {
+        let Some(exchange) = client.exchange.take() else {
+            return;
+        };
+        self.http.rejected += 1;
+        if let Some(origin) = exchange.origin.and_then(|id| self.take_origin(id)) {
+            self.driver.close(origin.id);
+        }
+        if let Some(input) = client.session.input.take() {
+            self.driver.recycle(input);
+        }
+        client.session.close_after_write = true;
+        match exchange.response {
+            None => {
+                let mut output = Output::new(client.session.id);
+                self.answer_error(
+                    client,
+                    exchange.version,
+                    Status::BAD_REQUEST,
+                    false,
+                    &mut output,
+                );
+                output.finish(&mut self.driver);
+                client.session.linger = true;
+            }
+            Some(progress) => {
+                self.log_line(
+                    client,
+                    progress.status,
+                    progress.body_bytes,
+                    "aborted",
+                    None,
+                );
+                self.http.count_response(502);
+                client.session.linger = false;
+            }
+        }
+        // Dropping the exchange releases its fill claim (if it led one): followers go on.
     }
 
     /// The origin took queued request bytes: read more body from the client.
@@ -261,10 +343,12 @@ impl<D: Driver> Worker<D> {
                             .input
                             .as_ref()
                             .is_some_and(|input| !input.is_empty());
-                        if has_input {
-                            self.forward_request_body(&mut client);
-                        } else {
+                        if !has_input {
                             self.driver.recv(client_id);
+                        } else if let BodyStep::Aborted = self.forward_request_body(&mut client) {
+                            let step = self.flush_client(&mut client);
+                            self.put_client(client, step);
+                            return;
                         }
                     }
                     self.put_client(client, Step::Keep);

@@ -1,7 +1,9 @@
 //! Responses from the origin to the client: the head (parsed, interim `1xx` skipped,
 //! rewritten for the client, `Cache-Status`), then the body streamed as it arrives —
-//! Content-Length, chunked (forwarded as received, decoded for the cache) or
-//! close-delimited (re-chunked for a keep-alive HTTP/1.1 client) — with a copy collected
+//! Content-Length, chunked (decoded strictly and written again in canonical form: no chunk
+//! extensions, trailer fields only those allowed there and only to a client that sent
+//! `TE: trailers`; decoded, close-delimited, for an HTTP/1.0 client) or close-delimited
+//! (re-chunked for a keep-alive HTTP/1.1 client) — with a copy collected
 //! for the cache while it streams (no store-then-forward delay), and back-pressure: the
 //! origin is read again only once the client has taken what was sent.
 //!
@@ -16,6 +18,7 @@ use coldwire_http::{ResponseFraming, Status, Version};
 use coldwire_io::{Buffer, Chunk, Driver, Flush};
 
 use super::config::DataPath;
+use super::forward::write_last_chunk_with_trailers;
 use super::head::{
     ClientFraming, ClientHead, UpstreamResponse, end_to_end, parse_upstream_response,
     write_client_head,
@@ -237,9 +240,21 @@ impl<D: Driver> Worker<D> {
             // and so do later misses of the key for a while (hit-for-miss).
             self.leader_not_stored(claim, response.status, Some(&response.fields));
         }
+        if !matches!(exchange.body, super::state::RequestBody::Done) {
+            // The origin answers before the request body is all sent: the connection
+            // cannot be used again (see `finish_response`), so the client is told.
+            exchange.keep_alive = false;
+        }
         let rechunk = response.framing == ResponseFraming::UntilClose
             && exchange.version == Version::Http11
             && exchange.keep_alive;
+        // HTTP/1.0 has no chunked coding: such a client gets the body decoded, ended by
+        // the close.
+        let dechunk =
+            response.framing == ResponseFraming::Chunked && exchange.version == Version::Http10;
+        if dechunk {
+            exchange.keep_alive = false;
+        }
         // Chunked bodies are planned chunk by chunk (`plan_splice`). A close-delimited body
         // splices only when the client's copy is close-delimited too (re-chunking needs
         // each piece's length) and nothing is stored (its copy would have no bound).
@@ -255,6 +270,7 @@ impl<D: Driver> Worker<D> {
         let framing = match response.framing {
             ResponseFraming::Empty => ClientFraming::Empty(None),
             ResponseFraming::Length(length) => ClientFraming::Length(length),
+            ResponseFraming::Chunked if dechunk => ClientFraming::UntilClose,
             ResponseFraming::Chunked => ClientFraming::Chunked,
             ResponseFraming::UntilClose if rechunk => ClientFraming::Chunked,
             ResponseFraming::UntilClose => ClientFraming::UntilClose,
@@ -280,6 +296,7 @@ impl<D: Driver> Worker<D> {
             rechunk,
             fill,
         );
+        progress.dechunk = dechunk;
         if splice {
             progress.splice = SplicePlan::Pending;
         }
@@ -289,11 +306,11 @@ impl<D: Driver> Worker<D> {
     /// Forwards body bytes; true once the body is complete.
     fn feed_body(&mut self, client: &mut Client, bytes: &[u8], origin: &mut Origin) -> bool {
         let client_id = client.session.id;
-        let Some(progress) = client
-            .exchange
-            .as_mut()
-            .and_then(|exchange| exchange.response.as_mut())
-        else {
+        let Some(exchange) = client.exchange.as_mut() else {
+            return true;
+        };
+        let accepts_trailers = exchange.accepts_trailers;
+        let Some(progress) = exchange.response.as_mut() else {
             return true;
         };
         let (body, complete, surplus) = match progress.framing {
@@ -307,20 +324,48 @@ impl<D: Driver> Worker<D> {
             }
             ResponseFraming::Chunked => {
                 let mut fill = progress.fill.take();
+                let mut encoded = self.driver.take_vec();
+                let mut announced = progress.announced;
+                let mut decoded = 0u64;
+                let dechunk = progress.dechunk;
                 let result = progress.decoder.decode(bytes, |data| {
+                    decoded += data.len() as u64;
                     if let Some((collected, _)) = fill.as_mut()
                         && !collected.push(Bytes::copy_from_slice(data))
                     {
                         fill = None;
                     }
+                    if dechunk {
+                        encoded.extend_from_slice(data);
+                        return;
+                    }
+                    let raw = usize::try_from(announced).map_or(data.len(), |a| a.min(data.len()));
+                    if raw > 0 {
+                        encoded.extend_from_slice(&data[..raw]);
+                        announced -= raw as u64;
+                        if announced == 0 {
+                            coldwire_http::write_chunk_end(&mut encoded);
+                        }
+                    }
+                    coldwire_http::write_chunk(&mut encoded, &data[raw..]);
                 });
                 progress.fill = fill;
+                progress.announced = announced;
                 match result {
-                    Ok(step) => (
-                        &bytes[..step.consumed],
-                        step.done,
-                        step.consumed < bytes.len(),
-                    ),
+                    Ok(step) => {
+                        if step.done && !dechunk {
+                            write_last_chunk_with_trailers(
+                                &mut encoded,
+                                &progress.decoder,
+                                accepts_trailers,
+                            );
+                        }
+                        progress.body_bytes += decoded;
+                        if !encoded.is_empty() {
+                            self.driver.send(client_id, Chunk::Owned(encoded));
+                        }
+                        (&bytes[..0], step.done, step.consumed < bytes.len())
+                    }
                     Err(_) => {
                         // Garbage from the origin mid-body: end it as truncated.
                         progress.fill = None;
@@ -338,14 +383,13 @@ impl<D: Driver> Worker<D> {
         let _ = origin;
         if !body.is_empty() {
             progress.body_bytes += body.len() as u64;
-            let decoded_elsewhere = progress.framing == ResponseFraming::Chunked;
             if progress.rechunk {
                 let mut line = self.driver.take_vec();
                 coldwire_http::write_chunk_header(&mut line, body.len() as u64);
                 self.driver.send(client_id, Chunk::Owned(line));
             }
             match progress.fill.as_mut() {
-                Some((fill, _)) if !decoded_elsewhere => {
+                Some((fill, _)) => {
                     let shared = Bytes::copy_from_slice(body);
                     if !fill.push(shared.clone()) {
                         progress.fill = None;
@@ -400,9 +444,14 @@ impl<D: Driver> Worker<D> {
             // The body outgrew what may be stored while it streamed, or the store refused it.
             self.leader_not_stored(claim, progress.status, None);
         }
+        // The origin answered before the request body was all sent: the origin connection
+        // holds a half-sent request and the client's rest of the body must never be read
+        // as a next request, so neither connection is used again.
+        let body_pending = !matches!(exchange.body, super::state::RequestBody::Done);
         if let Some(mut origin) = origin {
             self.driver.cancel_timer(origin.id);
             let reusable = progress.upstream_keep_alive
+                && !body_pending
                 && origin.head.is_empty()
                 && self.drain_deadline.is_none()
                 && self.pool.put(origin.address, origin.id);
@@ -421,9 +470,9 @@ impl<D: Driver> Worker<D> {
         self.http.body_bytes += progress.body_bytes;
         let logged = (exchange.log_cache, exchange.upstream_time);
         self.log_exchange(client, logged, progress.status, progress.body_bytes);
-        if !exchange.keep_alive {
+        if !exchange.keep_alive || body_pending {
             client.session.close_after_write = true;
-            client.session.linger = !matches!(exchange.body, super::state::RequestBody::Done)
+            client.session.linger = body_pending
                 || client
                     .session
                     .input
@@ -538,6 +587,15 @@ impl<D: Driver> Worker<D> {
             progress.fill = None;
         }
         progress.splice = SplicePlan::Pending;
+        if !progress.dechunk {
+            // The chunk's size line goes ahead of its spliced data (and its CRLF after,
+            // in `finish_body_splice`); if the splice is refused, the copy path writes the
+            // announced bytes without a size line of their own.
+            let mut line = self.driver.take_vec();
+            coldwire_http::write_chunk_header(&mut line, pending);
+            self.driver.send(client.session.id, Chunk::Owned(line));
+            progress.announced = pending;
+        }
         true
     }
 
@@ -611,6 +669,12 @@ impl<D: Driver> Worker<D> {
             ResponseFraming::Chunked => {
                 let skipped = progress.decoder.skip_data(progress.splice_length);
                 progress.body_bytes += skipped;
+                progress.announced = progress.announced.saturating_sub(skipped);
+                if !progress.dechunk && progress.announced == 0 {
+                    let mut end = self.driver.take_vec();
+                    coldwire_http::write_chunk_end(&mut end);
+                    self.driver.send(client.session.id, Chunk::Owned(end));
+                }
                 // The chunk's CRLF and the next size line come through user space; the
                 // next long chunk is spliced again.
                 client.session.enter(&mut self.driver, Phase::Idle);
@@ -652,6 +716,8 @@ fn progress(
         },
         decoder: coldwire_http::ChunkedDecoder::new(),
         rechunk,
+        dechunk: false,
+        announced: 0,
         upstream_keep_alive,
         fill,
         body_bytes: 0,

@@ -54,7 +54,7 @@ pub enum RequestBody {
     Done,
     /// This many bytes.
     Length(u64),
-    /// Chunked; the decoder finds the end (bytes are forwarded as received).
+    /// Chunked; decoded strictly and written to the origin again in canonical form.
     Chunked(Box<ChunkedDecoder>),
 }
 
@@ -98,6 +98,9 @@ pub struct Exchange {
     pub keep_alive: bool,
     /// Request body still to forward.
     pub body: RequestBody,
+    /// The client said `TE: trailers`: a chunked response's allowed trailer fields are
+    /// passed on (otherwise they are dropped).
+    pub accepts_trailers: bool,
     /// The request may be retried on a fresh connection (idempotent, no body).
     pub retry_allowed: bool,
     /// Already retried once.
@@ -124,10 +127,16 @@ pub struct Progress {
     pub framing: ResponseFraming,
     /// Bytes left of a `Content-Length` body.
     pub remaining: u64,
-    /// Chunked decoder (chunked bodies are forwarded as received; decoded for the cache).
+    /// Chunked decoder (a chunked body is decoded, then written to the client again in
+    /// canonical form: no extensions, allowed trailers only).
     pub decoder: ChunkedDecoder,
     /// A close-delimited body is re-chunked for a keep-alive HTTP/1.1 client.
     pub rechunk: bool,
+    /// A chunked body goes to an HTTP/1.0 client decoded, delimited by the close.
+    pub dechunk: bool,
+    /// Bytes of the current chunk whose size line the client already got (written before
+    /// its data was handed to a splice), and which follow without a size line of their own.
+    pub announced: u64,
     /// The origin connection may be reused once the body is complete.
     pub upstream_keep_alive: bool,
     /// The body being collected for the store, with what it will be stored with.
