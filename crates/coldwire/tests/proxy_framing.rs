@@ -9,6 +9,10 @@
 //! - Chunked responses reach the client in canonical form: no chunk extensions, trailer
 //!   fields only those allowed and only for `TE: trailers`, decoded for HTTP/1.0.
 
+#[allow(
+    dead_code,
+    reason = "helpers shared with tests/proxy.rs; this binary uses a few"
+)]
 mod proxy_support;
 
 use std::io::{Read, Write};
