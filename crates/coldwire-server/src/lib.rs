@@ -7,6 +7,7 @@
 pub mod access_log;
 pub mod admin;
 pub mod config;
+pub mod console;
 pub mod error;
 pub mod file_cache;
 pub mod origin;

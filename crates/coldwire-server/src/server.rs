@@ -69,6 +69,28 @@ pub(crate) fn bind(address: SocketAddr, backlog: i32) -> Result<TcpListener, Ser
     Ok(socket.into())
 }
 
+/// Checks that nobody listens on `address` by binding it once without `SO_REUSEPORT` (a
+/// bind that fails with `EADDRINUSE` against any listening socket, including another
+/// process's `SO_REUSEPORT` group); returns the address with the port the kernel chose
+/// for port 0. The probe is closed before the workers bind their group.
+fn claim_address(address: SocketAddr) -> Result<SocketAddr, ServerError> {
+    let fail = |source| ServerError::Listen { address, source };
+    let probe = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(fail)?;
+    probe.set_reuse_address(true).map_err(fail)?;
+    probe.bind(&address.into()).map_err(fail)?;
+    let bound = probe
+        .local_addr()
+        .map_err(fail)?
+        .as_socket()
+        .unwrap_or(address);
+    Ok(bound)
+}
+
 impl RunningServer {
     /// Starts the server described by `config`.
     pub fn start(config: ServeConfig) -> Result<RunningServer, ServerError> {
@@ -186,12 +208,15 @@ pub(crate) fn probe_backend(backend: Backend) -> Result<(), ServerError> {
 }
 
 /// One `SO_REUSEPORT` listener per worker, all on `listen` (port 0: the port the first one
-/// got), and that address.
+/// got), and that address. The address must be free: another process listening there —
+/// even one with `SO_REUSEPORT`, which the kernel would let this one share — is an
+/// "address in use" error, as nginx reports it ([`claim_address`]).
 pub(crate) fn bind_workers(
     listen: SocketAddr,
     backlog: i32,
     workers: usize,
 ) -> Result<(Vec<TcpListener>, SocketAddr), ServerError> {
+    let listen = claim_address(listen)?;
     let first = bind(listen, backlog)?;
     let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
         address: listen,

@@ -284,9 +284,13 @@ fn stop_on_signal() -> Arc<AtomicBool> {
     let _ = std::thread::Builder::new()
         .name("coldwire-bench-signals".into())
         .spawn(move || {
-            if system::wait_for_termination_signal().is_ok() {
-                eprintln!("coldwire bench: interrupted, reporting what ran");
-                flag.store(true, Ordering::Relaxed);
+            while let Ok(signal) = system::wait_for_signal() {
+                if system::is_termination(signal) {
+                    coldwire_server::console::err(format_args!(
+                        "coldwire bench: interrupted, reporting what ran"
+                    ));
+                    flag.store(true, Ordering::Relaxed);
+                }
             }
         });
     stop
@@ -321,7 +325,7 @@ pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Resul
         })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), report)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!(
+        coldwire_server::outln!(
             "\nJSON (schema version {SCHEMA_VERSION}, see docs/bench-json.md): {}",
             path.display()
         );
@@ -469,9 +473,9 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
     if let Some(cpu) = generator_cpu
         && let Err(error) = system::pin_current_thread(cpu)
     {
-        eprintln!("warning: cannot pin the generator to CPU {cpu}: {error}");
+        coldwire_server::errln!("warning: cannot pin the generator to CPU {cpu}: {error}");
     }
-    eprintln!(
+    coldwire_server::errln!(
         "coldwire bench: built-in scenario — coldwire serve (pid {}{}) on {listen}, files of 1,259 B and 8 KiB; \
          naive run (constant arrivals, 50 keep-alive connections) then realistic run (Poisson arrivals, {} cold connections) \
          at {:?} requests/s, {} s + {} s warm-up each",

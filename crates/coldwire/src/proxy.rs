@@ -108,10 +108,15 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
     };
     let proxy = RunningProxy::start(config).context("coldwire proxy could not start")?;
     // The banner first, as in `serve`: the address line means the banner is complete.
-    eprintln!("coldwire proxy: {reverse}, backend {backend}, {workers} worker(s); Ctrl-C stops");
-    println!("proxy listening on http://{}", proxy.local_addr());
+    coldwire_server::console::err(format_args!(
+        "coldwire proxy: {reverse}, backend {backend}, {workers} worker(s); Ctrl-C stops"
+    ));
+    coldwire_server::console::out(format_args!(
+        "proxy listening on http://{}",
+        proxy.local_addr()
+    ));
     if let Some(admin) = proxy.admin_addr() {
-        println!("stats on http://{admin}/stats");
+        coldwire_server::console::out(format_args!("stats on http://{admin}/stats"));
     }
     let stop = proxy.stop_handle();
     system::stop_on_termination_signal(

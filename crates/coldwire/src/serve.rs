@@ -59,20 +59,20 @@ pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
     let server = RunningServer::start(config).context("coldwire serve could not start")?;
     let limit = server.open_files_limit();
     if limit < max_connections + 64 {
-        eprintln!(
+        coldwire_server::console::err(format_args!(
             "warning: the open-files limit is {limit}, so at most about {} connections can be open at once \
              (--max-connections is {max_connections}); raise the hard limit (ulimit -Hn) or lower --max-connections",
             limit.saturating_sub(64)
-        );
+        ));
     }
     // The banner goes out before the address: whoever waits for "listening on" (a test, a
     // script) and then stops the server has the whole banner on stderr.
-    eprintln!(
+    coldwire_server::console::err(format_args!(
         "coldwire serve: backend {backend}, {workers} worker(s), open-files limit {limit}; Ctrl-C stops"
-    );
-    println!("listening on http://{}", server.local_addr());
+    ));
+    coldwire_server::console::out(format_args!("listening on http://{}", server.local_addr()));
     if let Some(admin) = server.admin_addr() {
-        println!("stats on http://{admin}/stats");
+        coldwire_server::console::out(format_args!("stats on http://{admin}/stats"));
     }
     let stop = server.stop_handle();
     system::stop_on_termination_signal(
