@@ -195,7 +195,13 @@ fn client_problems(
                 }
             }
             Outcome::Reject { status, .. } => {
-                if response.status != *status {
+                if response.is_origin_parse_error() {
+                    problems.push(format!(
+                        "response #{} is the origin's 400 for what the proxy sent it, not the \
+                         proxy's {status}",
+                        index + 1
+                    ));
+                } else if response.status != *status {
                     problems.push(format!(
                         "response #{} is {summary}, not {status}",
                         index + 1

@@ -37,6 +37,15 @@ impl Response {
             })
         })
     }
+
+    /// Whether this is the recording origin's 400 for bytes it could not parse, passed on
+    /// by the proxy.
+    pub fn is_origin_parse_error(&self) -> bool {
+        self.head.lines().any(|line| {
+            line.to_ascii_lowercase()
+                .starts_with("x-origin-parse-error:")
+        })
+    }
 }
 
 /// Everything the client got.

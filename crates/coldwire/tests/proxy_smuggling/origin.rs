@@ -3,7 +3,9 @@
 //! ([`crate::strict`]) with `200` and the body `ok SEQ` (SEQ numbers the requests it
 //! received, over all connections), keep-alive, `Cache-Control: no-store`. A request with
 //! `Expect: 100-continue` whose body has not arrived gets `100 Continue` first. Bytes it
-//! cannot parse are recorded as an error and answered with 400 and a close.
+//! cannot parse are recorded as an error and answered with 400 (marked
+//! `X-Origin-Parse-Error: 1`, so the suite can tell it from the proxy's own 400) and a
+//! close.
 //!
 //! The suite asserts on what the origin *received*: [`Origin::mark`] before a vector,
 //! [`Origin::since`] after it.
@@ -202,7 +204,8 @@ fn serve(mut stream: TcpStream, recording: &Recording) {
                     state.connections[index].aborted = true;
                     drop(state);
                     let _ = stream.write_all(
-                        b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                        b"HTTP/1.1 400 Bad Request\r\nX-Origin-Parse-Error: 1\r\nConnection: close\r\n\
+                          Content-Length: 0\r\n\r\n",
                     );
                     let _ = stream.shutdown(Shutdown::Both);
                     return;

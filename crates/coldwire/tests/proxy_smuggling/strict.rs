@@ -155,8 +155,14 @@ pub fn parse(buffer: &[u8]) -> Result<Parse> {
         }
         ([], [coding]) if coding.eq_ignore_ascii_case(b"chunked") => Body::Chunked,
         _ => {
+            let list = |values: &[&[u8]]| {
+                let values: Vec<String> = values.iter().map(|value| lossy(value)).collect();
+                values.join(" | ")
+            };
             return Err(format!(
-                "ambiguous framing: Content-Length {lengths:?}, Transfer-Encoding {codings:?}"
+                "framing it does not accept: Content-Length [{}], Transfer-Encoding [{}]",
+                list(&lengths),
+                list(&codings)
             ));
         }
     };

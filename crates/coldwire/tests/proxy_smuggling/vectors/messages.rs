@@ -336,6 +336,13 @@ fn hops_and_pipelines() -> Vec<Vector> {
             fwd("GET", "/getbody").length(b"hello"),
         ),
         vector(
+            "get-with-chunked-body",
+            PIPELINE,
+            b"GET {T}/getchunked HTTP/1.1\r\nHost: {H}\r\nTransfer-Encoding: chunked\r\n\r\n\
+              5\r\nhello\r\n0\r\n\r\n",
+            fwd("GET", "/getchunked").chunked(b"hello", &[]),
+        ),
+        vector(
             "get-body-looks-like-a-request",
             PIPELINE,
             b"GET {T}/cl0 HTTP/1.1\r\nHost: {H}\r\nContent-Length: 26\r\n\r\n\
