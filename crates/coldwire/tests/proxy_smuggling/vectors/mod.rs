@@ -203,7 +203,10 @@ pub enum Framing {
 
 /// The head the proxy sends upstream: `METHOD PATH HTTP/1.1`, `Host`, the client's
 /// end-to-end fields in order (values without surrounding whitespace), the proxy's own
-/// framing field, `Via`. The one place that knows this order.
+/// framing field, `Via` — the order of `write_upstream_request` in
+/// `crates/coldwire-server/src/proxy/head.rs`. The one place that knows this order. (The
+/// proxy answers `Expect: 100-continue` itself and does not forward it: vectors leave it
+/// out of their expected fields.)
 pub fn normalized_head(
     method: &str,
     path: &str,
@@ -369,12 +372,13 @@ pub fn markdown() -> String {
          must come of it, on every I/O backend, in forward mode (absolute-form targets) and \
          reverse mode (origin-form). Generated from the table in \
          `crates/coldwire/tests/proxy_smuggling/vectors/`; a test checks that this file \
-         matches it (`SMUGGLING_DOC_WRITE=1 cargo test --test proxy_smuggling` rewrites it).\n\n\
+         matches it (`SMUGGLING_DOC_WRITE=1 cargo test -p coldwire --test proxy_smuggling docs_list` rewrites it).\n\n\
          In the bytes, `{T}` is `http://127.0.0.1:PORT` in forward mode and empty in reverse \
          mode, `{H}` the origin's `127.0.0.1:PORT`. Every request the origin receives is in \
          the proxy's normalised form: `METHOD PATH HTTP/1.1`, `Host`, the client's \
          end-to-end fields in order (hop-by-hop ones removed: `Connection` and the fields it \
-         names, `Keep-Alive`, `Proxy-*`, `TE`, `Trailer`, `Upgrade`), one framing field \
+         names, `Keep-Alive`, `Proxy-*`, `TE`, `Trailer`, `Upgrade`; and \
+         `Expect: 100-continue`, which the proxy answers itself), one framing field \
          written by the proxy (`Content-Length: N` or `Transfer-Encoding: chunked`), \
          `Via: 1.1 coldwire`. A rejection is answered with `Connection: close` and the \
          connection closes; \"origin receives nothing\" means no byte of it reaches the \
