@@ -46,7 +46,7 @@ pub(super) fn cache_key(destination: &Destination<'_>) -> String {
         String::with_capacity(16 + destination.authority.len() + destination.path_and_query.len());
     key.push_str("http://");
     key.push_str(&destination.authority.to_ascii_lowercase());
-    key.push_str(destination.path_and_query);
+    key.push_str(&destination.path_and_query);
     key
 }
 

@@ -3,6 +3,8 @@
 //! the cache, an origin or a tunnel; errors become 4xx/5xx answers; after each response the
 //! connection goes back to idle, answers the next pipelined request, or closes.
 
+use std::borrow::Cow;
+
 use coldwire_http::{
     BodyFraming, HttpError, Method, Parsed, RequestHead, Status, Target, Version, parse_request,
     parse_target,
@@ -42,9 +44,9 @@ pub(super) struct Destination<'a> {
     /// Port.
     pub port: u16,
     /// `Host` header value.
-    pub authority: &'a str,
+    pub authority: Cow<'a, str>,
     /// Origin-form target.
-    pub path_and_query: &'a str,
+    pub path_and_query: Cow<'a, str>,
 }
 
 /// Splits `host[:port]` (IPv6 literals in brackets), with `default` when no port.
@@ -235,26 +237,32 @@ impl<D: Driver> Worker<D> {
                 Destination {
                     host,
                     port,
-                    authority,
+                    authority: Cow::Borrowed(authority),
                     path_and_query: path_and_query(head.target(), authority),
                 }
             }
             (Target::Origin { .. } | Target::Asterisk, Mode::Reverse { host, port }) => {
+                let authority = match head
+                    .host()
+                    .and_then(|value| std::str::from_utf8(value).ok())
+                    .filter(|value| !value.is_empty())
+                {
+                    Some(received) => Cow::Borrowed(received),
+                    // An HTTP/1.0 request without Host: the origin's own authority.
+                    None if *port == 80 => Cow::Borrowed(host.as_str()),
+                    None => Cow::Owned(format!("{host}:{port}")),
+                };
                 Destination {
                     host,
                     port: *port,
-                    authority: head
-                        .host()
-                        .and_then(|value| std::str::from_utf8(value).ok())
-                        .filter(|value| !value.is_empty())
-                        .unwrap_or(host),
-                    path_and_query: head.target(),
+                    authority,
+                    path_and_query: Cow::Borrowed(head.target()),
                 }
             }
             (Target::Absolute { authority, .. }, Mode::Reverse { host, port }) => Destination {
                 host,
                 port: *port,
-                authority,
+                authority: Cow::Borrowed(authority),
                 path_and_query: path_and_query(head.target(), authority),
             },
             (Target::Authority(_), Mode::Reverse { .. }) => return Err(Status::METHOD_NOT_ALLOWED),
@@ -419,20 +427,20 @@ impl<D: Driver> Worker<D> {
     }
 }
 
-/// The origin-form target of an absolute-form request (what follows the authority).
-fn path_and_query<'a>(target: &'a str, authority: &str) -> &'a str {
+/// The origin-form target of an absolute-form request: what follows the authority, without
+/// a fragment; an empty path becomes `/` and keeps its query (`http://h?q` → `/?q`, RFC
+/// 9112 §3.2.1), the only case that needs a new string.
+fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
     let after_scheme = target.find("//").map_or(0, |at| at + 2);
     let start = after_scheme + authority.len();
     let rest = target.get(start..).unwrap_or("/");
     let rest = rest.split('#').next().unwrap_or("");
     if rest.starts_with('/') {
-        rest
-    } else if rest.starts_with('?') || rest.is_empty() {
-        // "http://host?x" has an empty path: "/" (the query is kept below by callers
-        // rarely needing it; RFC 9112 §3.2.1 says send "/").
-        "/"
+        Cow::Borrowed(rest)
+    } else if rest.starts_with('?') {
+        Cow::Owned(format!("/{rest}"))
     } else {
-        "/"
+        Cow::Borrowed("/")
     }
 }
 
@@ -452,6 +460,14 @@ pub(super) fn status_of(error: HttpError) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc9112_section_3_2_1_absolute_form_to_origin_form() {
+        assert_eq!(path_and_query("http://h:1/a/b?c#f", "h:1"), "/a/b?c");
+        assert_eq!(path_and_query("http://h:1?q=1", "h:1"), "/?q=1");
+        assert_eq!(path_and_query("http://h:1", "h:1"), "/");
+        assert_eq!(path_and_query("http://h:1#frag", "h:1"), "/");
+    }
 
     #[test]
     fn authorities_split_with_defaults() {

@@ -49,8 +49,8 @@ impl<D: Driver> Worker<D> {
         write_upstream_request(
             &mut request,
             head,
-            destination.path_and_query,
-            destination.authority,
+            &destination.path_and_query,
+            &destination.authority,
             &self.config.name,
             Some(stored),
         );
