@@ -129,6 +129,17 @@ impl Freshness {
             && self.staleness(age) <= window
     }
 
+    /// Whether a response of this `age` may be served, at most `window` past its freshness,
+    /// when the origin cannot be reached (`--serve-stale-on-error`; RFC 9111 §4.2.4 lets a
+    /// disconnected cache serve stale content); never for `no-cache` / `must-revalidate`
+    /// responses.
+    pub fn may_serve_disconnected(&self, age: Duration, window: Duration) -> bool {
+        !self.no_cache
+            && !self.must_revalidate
+            && !window.is_zero()
+            && self.staleness(age) <= window
+    }
+
     /// Whether a response of this freshness and `age` may be served without revalidation
     /// to a request with `request` directives.
     pub fn is_fresh_for(&self, age: Duration, request: &CacheControl) -> bool {

@@ -22,6 +22,7 @@ pub mod freshness;
 pub mod status;
 pub mod storable;
 pub mod store;
+pub mod stored;
 pub mod targeted;
 pub mod validation;
 pub mod vary;
@@ -33,8 +34,8 @@ pub use freshness::{Freshness, age_value, current_age};
 pub use status::{CacheStatus, Forward};
 pub use storable::{Storability, storability, storability_targeted};
 pub use store::{
-    Claim, Fill, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, Store, StoreConfig, StoreCounters,
-    StoredResponse, hit_for_miss_lifetime,
+    Claim, Fill, Freshened, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, Store, StoreConfig,
+    StoreCounters, StoredResponse, hit_for_miss_lifetime,
 };
 pub use targeted::{NO_TARGETS, ResponseDirectives, Targets};
 pub use vary::VaryKey;

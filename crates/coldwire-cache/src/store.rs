@@ -26,17 +26,21 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
-use crate::cache_control::CacheControl;
 use crate::fields::Fields;
-use crate::freshness::{Freshness, corrected_initial_age, current_age};
+use crate::targeted::Targets;
 use crate::vary::VaryKey;
 use crate::wakeups::Wakeups;
+
+pub use crate::stored::StoredResponse;
+
+mod update;
+pub use update::Freshened;
 
 /// Most variants kept per URI; inserting another drops the oldest.
 pub const MAX_VARIANTS: usize = 8;
 
 /// Fixed overhead charged per stored object besides its head and body.
-const OBJECT_OVERHEAD: u64 = 256;
+pub(crate) const OBJECT_OVERHEAD: u64 = 256;
 
 /// Bytes charged for a hit-for-miss marker besides its key.
 pub const MARKER_SIZE: u64 = 128;
@@ -81,106 +85,6 @@ impl Default for StoreConfig {
             max_object: 8 << 20,
             shards: 16,
         }
-    }
-}
-
-/// A complete stored response.
-#[derive(Debug)]
-pub struct StoredResponse {
-    /// Status code.
-    pub status: u16,
-    /// End-to-end header fields as received (hop-by-hop fields already removed).
-    pub fields: Fields,
-    /// The body, in the pieces it arrived in.
-    pub body: Vec<Bytes>,
-    /// Body length.
-    pub body_len: u64,
-    /// The request fields this response was selected by.
-    pub vary: VaryKey,
-    /// When the response (or its last 304) arrived.
-    pub response_time: SystemTime,
-    /// Its age when it arrived (RFC 9111 §4.2.3).
-    pub initial_age: Duration,
-    /// How long it stays fresh.
-    pub freshness: Freshness,
-}
-
-impl StoredResponse {
-    /// Builds a stored response from what arrived; the request was sent at `request_time`.
-    pub fn new(
-        status: u16,
-        fields: Fields,
-        body: Vec<Bytes>,
-        vary: VaryKey,
-        request_time: SystemTime,
-        response_time: SystemTime,
-    ) -> StoredResponse {
-        let body_len = body.iter().map(|piece| piece.len() as u64).sum();
-        StoredResponse {
-            initial_age: corrected_initial_age(&fields, request_time, response_time),
-            freshness: Freshness::of(status, &fields, response_time),
-            status,
-            fields,
-            body,
-            body_len,
-            vary,
-            response_time,
-        }
-    }
-
-    /// Its current age.
-    pub fn age(&self, now: SystemTime) -> Duration {
-        current_age(self.initial_age, self.response_time, now)
-    }
-
-    /// Seconds of freshness left (negative once stale).
-    pub fn ttl(&self, now: SystemTime) -> i64 {
-        let lifetime = self.freshness.lifetime.as_secs() as i64;
-        lifetime - self.age(now).as_secs() as i64
-    }
-
-    /// Whether it may answer a request with `request` directives at `now` without asking
-    /// the origin.
-    pub fn is_fresh_for(&self, now: SystemTime, request: &CacheControl) -> bool {
-        self.freshness.is_fresh_for(self.age(now), request)
-    }
-
-    /// Whether it may be served stale while revalidated in the background (RFC 5861 §3).
-    pub fn may_serve_while_revalidating(&self, now: SystemTime, request: &CacheControl) -> bool {
-        self.freshness
-            .may_serve_while_revalidating(self.age(now), request)
-    }
-
-    /// Whether it may be served because the origin failed (RFC 5861 §4).
-    pub fn may_serve_on_error(&self, now: SystemTime, request: &CacheControl) -> bool {
-        self.freshness.may_serve_on_error(self.age(now), request)
-    }
-
-    /// A copy with the fields of a `304 Not Modified` merged in and the clock restarted
-    /// (RFC 9111 §4.3.4); the body is shared, not copied.
-    pub fn refreshed(
-        &self,
-        not_modified: &Fields,
-        request_time: SystemTime,
-        response_time: SystemTime,
-    ) -> StoredResponse {
-        let mut fields = self.fields.clone();
-        fields.update_from(not_modified);
-        StoredResponse {
-            initial_age: corrected_initial_age(&fields, request_time, response_time),
-            freshness: Freshness::of(self.status, &fields, response_time),
-            status: self.status,
-            fields,
-            body: self.body.clone(),
-            body_len: self.body_len,
-            vary: self.vary.clone(),
-            response_time,
-        }
-    }
-
-    /// Bytes charged against the budget.
-    pub fn size(&self) -> u64 {
-        self.body_len + self.fields.wire_len() as u64 + self.vary.size() as u64 + OBJECT_OVERHEAD
     }
 }
 
@@ -420,6 +324,8 @@ pub struct Store {
     claims: AtomicU64,
     /// How workers with waiting requests are told their claims were released.
     wakeups: Wakeups,
+    /// The targeted cache-control fields this store's responses obey (RFC 9213).
+    targets: Targets,
 }
 
 /// One claimed key.
@@ -496,7 +402,20 @@ impl Store {
             in_flight: Mutex::new(HashMap::new()),
             claims: AtomicU64::new(0),
             wakeups: Wakeups::default(),
+            targets: Targets::default(),
         }
+    }
+
+    /// The same store, its responses' freshness taken from the targeted cache-control
+    /// fields `targets` before `Cache-Control` (RFC 9213).
+    pub fn with_targets(mut self, targets: Targets) -> Store {
+        self.targets = targets;
+        self
+    }
+
+    /// The targeted cache-control fields this store obeys (empty: `Cache-Control` only).
+    pub fn targets(&self) -> &Targets {
+        &self.targets
     }
 
     /// The configuration.
@@ -790,8 +709,9 @@ impl Fill {
         request_time: SystemTime,
         response_time: SystemTime,
     ) -> bool {
+        let times = (request_time, response_time);
         let response =
-            StoredResponse::new(status, fields, self.body, vary, request_time, response_time);
+            StoredResponse::new_targeted(status, fields, self.body, vary, times, store.targets());
         store.insert(&self.key, response)
     }
 }
