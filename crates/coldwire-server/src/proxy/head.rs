@@ -8,7 +8,7 @@
 //! cross the proxy; every field value written comes from a parsed (validated) head, so no
 //! CR or LF can be injected.
 
-use coldwire_cache::{CacheStatus, Fields, StoredResponse};
+use coldwire_cache::{CacheStatus, Fields, StoredResponse, Targets};
 use coldwire_http::fields::comma_list;
 use coldwire_http::{
     HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version, connection_header,
@@ -226,6 +226,8 @@ pub struct ClientHead<'a> {
     pub cache_status: Option<CacheStatus>,
     /// The current date, used when the origin sent none.
     pub date: &'a [u8; HTTP_DATE_LEN],
+    /// Targeted cache-control fields this proxy obeyed, not passed on (RFC 9213).
+    pub hidden: &'a Targets,
 }
 
 /// Writes a response head for the client.
@@ -244,7 +246,7 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
     let mut has_date = false;
     for (name, value) in head.fields.iter() {
         let bytes = name.as_bytes();
-        if is_hop_by_hop(bytes) || named_in(&named, bytes) {
+        if is_hop_by_hop(bytes) || named_in(&named, bytes) || head.hidden.is_target(name) {
             continue;
         }
         if bytes.eq_ignore_ascii_case(b"content-length")
@@ -371,6 +373,7 @@ mod tests {
                 name: "coldwire",
                 cache_status: Some(CacheStatus::hit(1)),
                 date: &date,
+                hidden: &Targets::default(),
             },
         );
         let text = String::from_utf8(out).unwrap();
