@@ -66,7 +66,7 @@ impl VaryKey {
 
 /// Fields whose value is a comma-separated list of case-insensitive members whose order
 /// carries no meaning of its own (preferences are given by `q` weights).
-const NEGOTIATION_LISTS: [&str; 4] = [
+pub const NEGOTIATION_LISTS: [&str; 4] = [
     "accept",
     "accept-charset",
     "accept-encoding",

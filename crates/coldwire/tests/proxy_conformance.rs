@@ -13,8 +13,10 @@ mod proxy_support;
 
 mod conformance_support;
 
-use std::time::Duration;
-
+use conformance_support::scripts::{
+    age_script, conditional_script, dates_script, etag_change_script, head_script, interim_script,
+    invalidate_script, status_script, targeted_script, vary_script,
+};
 use conformance_support::{Reply, Request, ScriptedOrigin, date_from_now, raw_exchange};
 use proxy_support::{Proxy, curl, header, via_proxy};
 
@@ -54,30 +56,6 @@ backend_tests! { select, poll, epoll, uring_poll, uring }
 
 fn cache_status(head: &str) -> &str {
     header(head, "cache-status").unwrap_or("")
-}
-
-fn interim_script(request: &Request) -> Reply {
-    match request.path.split('?').next().unwrap_or("") {
-        "/early" => Reply::new(
-            "200 OK",
-            &[("Cache-Control", "max-age=60")],
-            b"final body",
-        )
-        .after_interims(
-            &[
-                "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nConnection: X-Hop\r\nX-Hop: 1\r\n\r\n",
-                "HTTP/1.1 102 Processing\r\n\r\n",
-            ],
-            Duration::from_millis(100),
-        ),
-        "/continue" => Reply::new("200 OK", &[("Cache-Control", "no-store")], b"posted")
-            .after_interims(&["HTTP/1.1 100 Continue\r\n\r\n"], Duration::from_millis(50)),
-        "/switch" => Reply::head(
-            "101 Switching Protocols",
-            &[("Upgrade", "websocket"), ("Connection", "Upgrade")],
-        ),
-        _ => Reply::new("404 Not Found", &[], b"no route"),
-    }
 }
 
 /// RFC 9110 §15.2: 1xx responses are forwarded to an HTTP/1.1 client, hop-by-hop fields
@@ -135,19 +113,6 @@ fn rfc9110_10_1_1_a_client_gets_one_100_continue(backend: &str) {
     );
 }
 
-fn age_script(request: &Request) -> Reply {
-    let age = match request.path.as_str() {
-        "/age-list" => "30, 40",
-        "/age-bad" => "soon",
-        _ => "0",
-    };
-    Reply::new(
-        "200 OK",
-        &[("Cache-Control", "max-age=60"), ("Age", age)],
-        b"aged",
-    )
-}
-
 /// RFC 9111 §5.1: `Age: 30, 40` counts as 30; a malformed `Age` is ignored, and the response
 /// is still stored.
 fn rfc9111_5_1_age_uses_the_first_member_and_ignores_malformed_values(backend: &str) {
@@ -162,32 +127,6 @@ fn rfc9111_5_1_age_uses_the_first_member_and_ignores_malformed_values(backend: &
         assert!((low..=high).contains(&age), "{path}: {head}");
         assert_eq!(origin.requests("GET", path), 1, "{path}");
     }
-}
-
-fn dates_script(request: &Request) -> Reply {
-    let hour = std::time::SystemTime::now() + Duration::from_secs(3600);
-    let imf = String::from_utf8(coldwire_http::format_http_date(hour).to_vec()).unwrap();
-    // "Wed, 25 Nov 2026 10:00:00 GMT" → the other forms of the same instant.
-    let parts: Vec<&str> = imf
-        .split([' ', ','])
-        .filter(|part| !part.is_empty())
-        .collect();
-    let (day, month, year, time) = (parts[1], parts[2], parts[3], parts[4]);
-    let expires = match request.path.as_str() {
-        "/rfc850" => format!("Sunday, {day}-{month}-{} {time} GMT", &year[2..]),
-        "/asctime" => format!("Sun {month} {day:>2} {time} {year}"),
-        "/weekday" => format!("mon, {day} {} {year} {time} gmt", month.to_uppercase()),
-        _ => "0".to_owned(),
-    };
-    Reply::new(
-        "200 OK",
-        &[
-            ("Date", &date_from_now(0)),
-            ("Expires", &expires),
-            ("Last-Modified", &date_from_now(-86_400)),
-        ],
-        b"dated",
-    )
 }
 
 /// RFC 9110 §5.6.7: `Expires` in RFC 850 and asctime forms, and with a wrong weekday and
@@ -206,16 +145,6 @@ fn rfc9110_5_6_7_expires_in_every_date_form_and_invalid_expires(backend: &str) {
     let (_, head, _) = via_proxy(&proxy, &[], &origin.url("/invalid"));
     assert!(cache_status(&head).contains("fwd=stale"), "{head}");
     assert_eq!(origin.requests("GET", "/invalid"), 2);
-}
-
-fn status_script(request: &Request) -> Reply {
-    let query = request.path.split('?').nth(1).unwrap_or("");
-    let code = &query[..3];
-    let mut fields = vec![("Last-Modified", "Sun, 01 Nov 2026 00:00:00 GMT")];
-    if query.contains("explicit") {
-        fields.push(("Cache-Control", "max-age=60"));
-    }
-    Reply::new(&format!("{code} Status"), &fields, b"status body")
 }
 
 /// RFC 9111 §3 and §4.2.2: 299, 400, 500–504 and 599 are stored with `max-age`; without an
@@ -244,19 +173,6 @@ fn rfc9111_3_final_statuses_are_stored_with_explicit_freshness_only(backend: &st
         let expected = if stored { 1 } else { 2 };
         assert_eq!(origin.requests("GET", &path), expected, "{code}: {head}");
     }
-}
-
-fn vary_script(request: &Request) -> Reply {
-    let vary = if request.path.starts_with("/star") {
-        "*"
-    } else {
-        "Accept-Encoding, Accept-Language"
-    };
-    Reply::new(
-        "200 OK",
-        &[("Cache-Control", "max-age=60"), ("Vary", vary)],
-        b"varied",
-    )
 }
 
 /// RFC 9111 §4.1: selecting values are compared normalised (case, whitespace, list order of
@@ -301,23 +217,6 @@ fn rfc9111_4_1_vary_compares_normalised_values(backend: &str) {
         via_proxy(&proxy, &[], &origin.url("/star"));
     }
     assert_eq!(origin.requests("GET", "/star"), 2);
-}
-
-fn invalidate_script(request: &Request) -> Reply {
-    if request.method == "GET" {
-        return Reply::new("200 OK", &[("Cache-Control", "max-age=60")], b"stored");
-    }
-    let status = request.header("x-answer").unwrap_or("200 OK").to_owned();
-    let mut fields = Vec::new();
-    for (name, asked) in [
-        ("Location", "x-location"),
-        ("Content-Location", "x-content-location"),
-    ] {
-        if let Some(value) = request.header(asked) {
-            fields.push((name, value));
-        }
-    }
-    Reply::new(&status, &fields, b"done")
 }
 
 /// RFC 9111 §4.4: POST/PUT/DELETE/PATCH and unknown methods invalidate the target URI (and
@@ -373,21 +272,6 @@ fn rfc9111_4_4_unsafe_methods_invalidate_on_success_only(backend: &str) {
     );
 }
 
-fn head_script(request: &Request) -> Reply {
-    let etag = if request.path == "/changed" && request.method == "HEAD" {
-        "\"new\""
-    } else {
-        "\"h\""
-    };
-    let mut fields = vec![("Cache-Control", "max-age=60"), ("ETag", etag)];
-    if request.method == "HEAD" {
-        fields.push(("X-Head", "seen"));
-        fields.push(("Content-Length", "9"));
-        return Reply::head("200 OK", &fields);
-    }
-    Reply::new("200 OK", &fields, b"head body")
-}
-
 /// RFC 9111 §4.3.5: a `200` answering `HEAD` (sent on with `no-cache`) with the stored
 /// validators (and length) freshens the stored `GET` response with its fields; one with
 /// another `ETag` makes it stale, so the next `GET` goes to the origin.
@@ -419,22 +303,6 @@ fn rfc9111_4_3_5_head_responses_freshen_stored_responses(backend: &str) {
     assert_eq!(origin.requests("GET", "/changed"), 2);
 }
 
-fn etag_change_script(request: &Request) -> Reply {
-    if request.header("if-none-match").is_some() {
-        return Reply::head(
-            "304 Not Modified",
-            &[("ETag", "\"other\""), ("Cache-Control", "max-age=60")],
-        );
-    }
-    let body = format!("version {}", request.count);
-    let etag = format!("\"v{}\"", request.count);
-    Reply::new(
-        "200 OK",
-        &[("Cache-Control", "max-age=0"), ("ETag", &etag)],
-        body.as_bytes(),
-    )
-}
-
 /// RFC 9111 §4.3.4: a `304` whose strong `ETag` is not the stored one's does not freshen
 /// it; the proxy asks again without conditionals and serves (and stores) the new answer.
 fn rfc9111_4_3_4_a_304_for_another_representation_refetches(backend: &str) {
@@ -447,20 +315,6 @@ fn rfc9111_4_3_4_a_304_for_another_representation_refetches(backend: &str) {
     assert_eq!((status, &body[..]), (200, &b"version 3"[..]), "{head}");
     assert_eq!(header(&head, "etag"), Some("\"v3\""), "{head}");
     assert_eq!(origin.requests("GET", "/versioned"), 3, "200, 304, 200");
-}
-
-fn targeted_script(request: &Request) -> Reply {
-    let mut fields = vec![("Cache-Control", "no-store")];
-    match request.path.as_str() {
-        "/cdn" => fields.push(("CDN-Cache-Control", "max-age=60")),
-        "/ours" => {
-            fields.push(("Coldwire-Cache-Control", "no-store"));
-            fields.push(("CDN-Cache-Control", "max-age=60"));
-        }
-        "/renamed" => fields.push(("Edge-Control", "max-age=60")),
-        _ => {}
-    }
-    Reply::new("200 OK", &fields, b"targeted")
 }
 
 /// RFC 9213: a reverse proxy obeys `Coldwire-Cache-Control` (name set by
@@ -523,18 +377,6 @@ fn rfc9213_targeted_fields_rule_a_reverse_proxy_and_are_not_forwarded(backend: &
         3,
         "the forward proxy obeyed no-store"
     );
-}
-
-fn conditional_script(request: &Request) -> Reply {
-    let date = date_from_now(-10);
-    let mut fields = vec![("Cache-Control", "max-age=60")];
-    if request.path == "/with-lm" {
-        fields.push(("ETag", "W/\"w\""));
-        fields.push(("Last-Modified", "Sun, 01 Nov 2026 00:00:00 GMT"));
-    } else {
-        fields.push(("Date", &date));
-    }
-    Reply::new("200 OK", &fields, b"conditional")
 }
 
 /// RFC 9110 §13.2.2 / RFC 9111 §4.3.2 on hits: `If-None-Match` (weak comparison) before

@@ -3,6 +3,8 @@
 //! with chosen validators, `Age` lists, odd date forms — written in pieces with pauses
 //! between them, and the origin counts requests per method and path.
 
+pub mod scripts;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
