@@ -19,6 +19,7 @@
 pub mod cache_control;
 pub mod fields;
 pub mod freshness;
+pub mod partial;
 pub mod status;
 pub mod storable;
 pub mod store;
@@ -34,8 +35,8 @@ pub use freshness::{Freshness, age_value, current_age};
 pub use status::{CacheStatus, Forward};
 pub use storable::{Storability, storability, storability_targeted};
 pub use store::{
-    Claim, Fill, Freshened, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, Store, StoreConfig,
-    StoreCounters, StoredResponse, hit_for_miss_lifetime,
+    Claim, Fill, Freshened, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, PartialStored, Store,
+    StoreConfig, StoreCounters, StoredResponse, hit_for_miss_lifetime, partial_key,
 };
 pub use targeted::{NO_TARGETS, ResponseDirectives, Targets};
 pub use vary::VaryKey;

@@ -33,7 +33,9 @@ use crate::wakeups::Wakeups;
 
 pub use crate::stored::StoredResponse;
 
+mod partial;
 mod update;
+pub use partial::{PartialStored, partial_key};
 pub use update::Freshened;
 
 /// Most variants kept per URI; inserting another drops the oldest.
@@ -487,13 +489,10 @@ impl Store {
         true
     }
 
-    /// Removes everything stored under `key` (e.g. after an unsafe method on it, RFC 9111
-    /// §4.4).
+    /// Removes everything stored under `key`, partial content included (e.g. after an
+    /// unsafe method on it, RFC 9111 §4.4).
     pub fn invalidate(&self, key: &str) {
-        let mut shard = self.shard(key);
-        if let Some(&slot) = shard.index.get(key) {
-            shard.remove_slot(slot);
-        }
+        self.purge(key);
     }
 
     /// Remembers that a response to a miss of `key` was not storable: until `until`,
@@ -596,13 +595,17 @@ impl Store {
         self.wakeups.take(worker, into);
     }
 
-    /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
+    /// Removes every variant stored under `key` and the partial content held for it (a
+    /// `PURGE`); returns how many responses there were.
     pub fn purge(&self, key: &str) -> u64 {
-        let mut shard = self.shard(key);
-        match shard.index.get(key) {
-            Some(&slot) => shard.remove_slot(slot),
-            None => 0,
+        let mut removed = 0;
+        for key in [key.to_owned(), partial_key(key)] {
+            let mut shard = self.shard(&key);
+            if let Some(&slot) = shard.index.get(&key) {
+                removed += shard.remove_slot(slot);
+            }
         }
+        removed
     }
 
     /// The largest body that could ever be stored under `key`: the per-object limit, or
@@ -699,7 +702,8 @@ impl Fill {
         &self.key
     }
 
-    /// Stores the complete response. Returns whether it was stored.
+    /// Stores the complete response — a `206`'s body as partial content, combined with the
+    /// pieces held (see [`Store::add_partial`]). Returns whether it was stored.
     pub fn finish(
         self,
         store: &Store,
@@ -710,6 +714,10 @@ impl Fill {
         response_time: SystemTime,
     ) -> bool {
         let times = (request_time, response_time);
+        if status == 206 {
+            return store.add_partial(&self.key, fields, vary, self.body, times)
+                != PartialStored::No;
+        }
         let response =
             StoredResponse::new_targeted(status, fields, self.body, vary, times, store.targets());
         store.insert(&self.key, response)

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use crate::cache_control::CacheControl;
 use crate::fields::Fields;
 use crate::freshness::{Freshness, corrected_initial_age, current_age};
+use crate::partial::Segments;
 use crate::store::OBJECT_OVERHEAD;
 use crate::targeted::{NO_TARGETS, Targets};
 use crate::vary::VaryKey;
@@ -37,6 +38,9 @@ pub struct StoredResponse {
     pub initial_age: Duration,
     /// How long it stays fresh.
     pub freshness: Freshness,
+    /// Partial content (RFC 9111 §3.3): the byte segments held of the representation;
+    /// `body` is then empty and `body_len` counts the bytes held.
+    pub segments: Option<Segments>,
 }
 
 impl StoredResponse {
@@ -76,7 +80,24 @@ impl StoredResponse {
             body_len,
             vary,
             response_time,
+            segments: None,
         }
+    }
+
+    /// Partial content of one representation (a `206`'s fields without `Content-Range`,
+    /// and the segments held), its freshness from the directives `targets` selects.
+    pub fn partial(
+        fields: Fields,
+        segments: Segments,
+        vary: VaryKey,
+        times: (SystemTime, SystemTime),
+        targets: &Targets,
+    ) -> StoredResponse {
+        let mut response =
+            StoredResponse::new_targeted(206, fields, Vec::new(), vary, times, targets);
+        response.body_len = segments.held();
+        response.segments = Some(segments);
+        response
     }
 
     /// Its current age.
@@ -151,6 +172,7 @@ impl StoredResponse {
             body_len: self.body_len,
             vary: self.vary.clone(),
             response_time,
+            segments: self.segments.clone(),
         }
     }
 
@@ -170,6 +192,7 @@ impl StoredResponse {
                 heuristic: false,
                 ..self.freshness
             },
+            segments: self.segments.clone(),
         }
     }
 

@@ -15,7 +15,7 @@ mod conformance_support;
 
 use conformance_support::scripts::{
     age_script, conditional_script, dates_script, etag_change_script, head_script, interim_script,
-    invalidate_script, status_script, targeted_script, vary_script,
+    invalidate_script, ranged_script, status_script, targeted_script, vary_script,
 };
 use conformance_support::{Reply, Request, ScriptedOrigin, date_from_now, raw_exchange};
 use proxy_support::{Proxy, curl, header, via_proxy};
@@ -35,6 +35,7 @@ macro_rules! backend_tests {
             rfc9213_targeted_fields_rule_a_reverse_proxy_and_are_not_forwarded,
             rfc9110_13_2_2_conditional_requests_answered_from_the_cache,
             serve_stale_on_error_is_opt_in_and_only_for_an_unreachable_origin,
+            rfc9111_3_4_partial_responses_are_stored_combined_and_served,
         ]);)+
     };
     (@module $backend:ident [$($test:ident),+ $(,)?]) => {
@@ -467,4 +468,49 @@ fn serve_stale_on_error_is_opt_in_and_only_for_an_unreachable_origin(backend: &s
         let (status, _, body) = via_proxy(&proxy, &[], &origin.url(&path));
         assert_eq!((status, &body[..]), (500, &b"origin broke"[..]), "{args:?}");
     }
+}
+
+/// RFC 9111 §3.3 / §3.4: single-range `206`s with a strong `ETag` are stored; a later range
+/// one stored piece covers is answered from the cache (`detail=partial`), one it does not
+/// goes to the origin and its piece is combined with the others; once they cover the whole
+/// representation it is stored as a complete `200` (hit without `Range`). Pieces with a weak
+/// `ETag` are never stored.
+fn rfc9111_3_4_partial_responses_are_stored_combined_and_served(backend: &str) {
+    let origin = ScriptedOrigin::start(ranged_script);
+    let proxy = Proxy::start(backend, &[]);
+    let body: Vec<u8> = (0..100u8).map(|byte| b'a' + byte % 26).collect();
+    let url = origin.url("/strong");
+    let range = |first: usize, last: usize| {
+        let (status, head, received) = via_proxy(&proxy, &["-r", &format!("{first}-{last}")], &url);
+        assert_eq!(status, 206, "{head}");
+        assert_eq!(received, &body[first..=last], "{head}");
+        assert_eq!(
+            header(&head, "content-range"),
+            Some(&format!("bytes {first}-{last}/100")[..])
+        );
+        cache_status(&head).to_owned()
+    };
+    assert!(range(0, 49).contains("fwd=uri-miss; fwd-status=206; stored"));
+    assert!(range(10, 20).contains("hit") && range(0, 49).contains("detail=partial"));
+    assert_eq!(origin.requests("GET", "/strong"), 1);
+    assert!(
+        range(40, 70).contains("fwd=uri-miss"),
+        "not covered: forwarded"
+    );
+    assert!(range(30, 60).contains("detail=partial"), "combined 0-70");
+    assert_eq!(origin.requests("GET", "/strong"), 2);
+    range(71, 99);
+    let (status, head, whole) = via_proxy(&proxy, &[], &url);
+    assert_eq!((status, whole), (200, body.clone()), "{head}");
+    assert!(cache_status(&head).contains("hit"), "{head}");
+    assert!(header(&head, "content-range").is_none(), "{head}");
+    assert!(range(90, 95).contains("hit"));
+    assert_eq!(origin.requests("GET", "/strong"), 3);
+    let url = origin.url("/weak");
+    for _ in 0..2 {
+        let (status, head, _) = via_proxy(&proxy, &["-r", "0-9"], &url);
+        assert_eq!(status, 206);
+        assert!(cache_status(&head).contains("detail=partial"), "{head}");
+    }
+    assert_eq!(origin.requests("GET", "/weak"), 2);
 }

@@ -193,6 +193,12 @@ impl<D: Driver> Worker<D> {
                 if matches!(lookup, Lookup::VaryMiss) {
                     work.forward = Forward::VaryMiss;
                 }
+                if !has_origin_only_preconditions(values)
+                    && let Some(answered) =
+                        self.answer_from_partial(client, head, &key, &directives, output)
+                {
+                    return CacheDecision::Answered(answered);
+                }
                 if !directives.only_if_cached {
                     match self.collapse(client, head, &directives, &key) {
                         Collapse::Lead(claim) => work.claim = Some(claim),

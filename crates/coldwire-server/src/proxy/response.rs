@@ -12,6 +12,7 @@
 //! only after a complete, well-framed response with no surplus bytes.
 
 use bytes::Bytes;
+use coldwire_cache::partial::partial_storable;
 use coldwire_cache::{CacheStatus, Fields, Storability, Store, VaryKey, storability_targeted};
 use coldwire_http::{ResponseFraming, Status, Version};
 use coldwire_io::{Buffer, Chunk, Driver, Flush};
@@ -216,6 +217,10 @@ impl<D: Driver> Worker<D> {
             if let Some(key) = exchange.cache.key.as_ref() {
                 let method = if exchange.head_only { "HEAD" } else { "GET" };
                 let authorization = exchange.cache.request_fields.get("authorization").is_some();
+                let announced = match response.framing {
+                    ResponseFraming::Length(length) => Some(length),
+                    _ => None,
+                };
                 match storability_targeted(
                     method,
                     &exchange.cache.request_directives,
@@ -224,15 +229,14 @@ impl<D: Driver> Worker<D> {
                     &response.fields,
                     store.targets(),
                 ) {
-                    // Partial content is never a complete object for the store.
-                    Storability::Store if response.status == 206 => {
+                    // Partial content is stored (and combined) only as RFC 9111 §3.3 allows.
+                    Storability::Store
+                        if response.status == 206
+                            && !partial_storable(&response.fields, announced) =>
+                    {
                         status.detail = Some("partial");
                     }
                     Storability::Store => {
-                        let announced = match response.framing {
-                            ResponseFraming::Length(length) => Some(length),
-                            _ => None,
-                        };
                         fill = store
                             .begin_fill(key.clone(), announced)
                             .map(|fill| (fill, stored_fields));

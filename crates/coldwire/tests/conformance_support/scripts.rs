@@ -175,3 +175,31 @@ pub fn conditional_script(request: &Request) -> Reply {
     }
     Reply::new("200 OK", &fields, b"conditional")
 }
+
+/// See the test using it in `tests/proxy_conformance.rs`: a 100-byte representation whose
+/// single ranges are answered with `206` (strong `ETag`, or a weak one under `/weak`).
+pub fn ranged_script(request: &Request) -> Reply {
+    let body: Vec<u8> = (0..100u8).map(|byte| b'a' + byte % 26).collect();
+    let etag = if request.path.starts_with("/weak") {
+        "W/\"r\""
+    } else {
+        "\"r\""
+    };
+    let fields = [("Cache-Control", "max-age=60"), ("ETag", etag)];
+    let range = request
+        .header("range")
+        .and_then(|value| value.strip_prefix("bytes="))
+        .and_then(|value| value.split_once('-'))
+        .and_then(|(first, last)| {
+            Some((first.parse::<usize>().ok()?, last.parse::<usize>().ok()?))
+        });
+    match range {
+        Some((first, last)) if first <= last && last < body.len() => {
+            let content_range = format!("bytes {first}-{last}/{}", body.len());
+            let mut fields = fields.to_vec();
+            fields.push(("Content-Range", &content_range));
+            Reply::new("206 Partial Content", &fields, &body[first..=last])
+        }
+        _ => Reply::new("200 OK", &fields, &body),
+    }
+}
