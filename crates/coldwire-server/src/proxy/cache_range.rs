@@ -10,7 +10,8 @@
 //! with a strong validator (RFC 9111 §3.3; pieces of the same representation are combined,
 //! and once they cover it the whole object is stored, §3.4 — coldwire-cache's
 //! `store/partial.rs`). A later `GET` whose single range one held piece covers is answered
-//! from it ([`Worker::answer_from_partial`]); any other goes to the origin.
+//! from it ([`Worker::answer_from_partial`]); any other goes to the origin, and so does one
+//! with `If-None-Match` / `If-Modified-Since`.
 
 use bytes::Bytes;
 use coldwire_cache::{CacheControl, CacheStatus, StoredResponse};
@@ -47,7 +48,12 @@ impl<D: Driver> Worker<D> {
         }
         let store = self.store.clone()?;
         let partial = store.lookup_partial(key, |name| head.header_values(name).collect())?;
-        if !partial.is_fresh_for(self.wall_clock, directives) {
+        let values = |name: &str| head.header_values(name).collect::<Vec<_>>();
+        // A conditional the pieces would answer with 304 goes on: a 304 for a range is
+        // the origin's to give.
+        let conditional = !values("if-none-match").is_empty()
+            || !values("if-modified-since").is_empty();
+        if conditional || !partial.is_fresh_for(self.wall_clock, directives) {
             return None;
         }
         let segments = partial.segments.as_ref()?;
