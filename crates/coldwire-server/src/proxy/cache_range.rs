@@ -51,8 +51,8 @@ impl<D: Driver> Worker<D> {
         let values = |name: &str| head.header_values(name).collect::<Vec<_>>();
         // A conditional the pieces would answer with 304 goes on: a 304 for a range is
         // the origin's to give.
-        let conditional = !values("if-none-match").is_empty()
-            || !values("if-modified-since").is_empty();
+        let conditional =
+            !values("if-none-match").is_empty() || !values("if-modified-since").is_empty();
         if conditional || !partial.is_fresh_for(self.wall_clock, directives) {
             return None;
         }
