@@ -41,6 +41,9 @@ pub struct CacheControl {
     /// `stale-if-error=N` (RFC 5861 §4, responses and requests): for N s after going stale
     /// the response may be served when the origin fails (unreachable, 5xx).
     pub stale_if_error: Option<u64>,
+    /// `must-understand` (RFC 9111 §5.2.2.3, responses): store only if the cache
+    /// understands the status code's caching semantics, and then `no-store` is ignored.
+    pub must_understand: bool,
 }
 
 fn delta_seconds(argument: Option<&[u8]>) -> u64 {
@@ -110,6 +113,8 @@ impl CacheControl {
             self.stale_while_revalidate = Some(delta_seconds(argument));
         } else if is("stale-if-error") {
             self.stale_if_error = Some(delta_seconds(argument));
+        } else if is("must-understand") {
+            self.must_understand = true;
         }
     }
 }

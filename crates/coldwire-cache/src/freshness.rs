@@ -1,74 +1,25 @@
-//! What a shared cache may store ([`storability`], RFC 9111 §3), for how long a stored
-//! response is fresh ([`Freshness`], §4.2.1–4.2.2) and how old it is ([`current_age`],
-//! §4.2.3).
+//! For how long a stored response is fresh ([`Freshness`], RFC 9111 §4.2.1–4.2.2) and how
+//! old it is ([`current_age`], §4.2.3). What may be stored at all is in
+//! [`crate::storable`].
 //!
 //! Invariants: every time is passed in by the caller; clock skew never makes an age
 //! negative (ages saturate at 0); the heuristic lifetime (10 % of the time since
 //! `Last-Modified`, at most one day) applies only to statuses that are heuristically
-//! cacheable and only when the response has no explicit expiration.
+//! cacheable and only when the response has no explicit expiration; an `Age` field counts
+//! by its first member only and a malformed one counts as absent (§5.1); an invalid
+//! `Expires` means already expired (§5.3).
 
 use std::time::{Duration, SystemTime};
 
 use coldwire_http::parse_http_date;
 
-use crate::cache_control::CacheControl;
+use crate::cache_control::{CacheControl, DELTA_SECONDS_MAX};
 use crate::fields::Fields;
+use crate::storable::is_heuristically_cacheable;
+use crate::targeted::{NO_TARGETS, Targets};
 
 /// Upper bound of a heuristic freshness lifetime.
 pub const HEURISTIC_MAX: Duration = Duration::from_secs(24 * 3600);
-
-/// Status codes defined as heuristically cacheable (RFC 9110 §15.1), minus 206: partial
-/// content is never stored here.
-const HEURISTICALLY_CACHEABLE: [u16; 11] = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501];
-
-/// Whether a response may be stored, and if not, why (for `Cache-Status` details and tests).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Storability {
-    /// It may be stored.
-    Store,
-    /// It must not be stored, for the reason given.
-    No(&'static str),
-}
-
-/// RFC 9111 §3 for a shared cache: may the response to this request be stored?
-///
-/// `method` is the request method, `request` the request's `Cache-Control`,
-/// `request_has_authorization` whether it carried `Authorization`.
-pub fn storability(
-    method: &str,
-    request: &CacheControl,
-    request_has_authorization: bool,
-    status: u16,
-    response: &Fields,
-) -> Storability {
-    if method != "GET" {
-        return Storability::No("method");
-    }
-    let directives = CacheControl::parse(response.values("cache-control"));
-    if request.no_store || directives.no_store {
-        return Storability::No("no-store");
-    }
-    if directives.private {
-        return Storability::No("private");
-    }
-    if request_has_authorization
-        && !(directives.public || directives.s_maxage.is_some() || directives.must_revalidate)
-    {
-        return Storability::No("authorization");
-    }
-    if response.list_members("vary").any(|member| member == b"*") {
-        return Storability::No("vary-star");
-    }
-    let explicit = directives.public
-        || directives.max_age.is_some()
-        || directives.s_maxage.is_some()
-        || response.get("expires").is_some();
-    let known = HEURISTICALLY_CACHEABLE.contains(&status) || matches!(status, 302 | 307);
-    if !known || !(explicit || HEURISTICALLY_CACHEABLE.contains(&status)) {
-        return Storability::No("status");
-    }
-    Storability::Store
-}
 
 /// The freshness facts of a stored response, computed once when it is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +41,28 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    /// Freshness of a response with `status` and fields, received at `response_time`.
+    /// Freshness of a response with `status` and fields, received at `response_time`, for
+    /// a cache that obeys only `Cache-Control`.
     pub fn of(status: u16, response: &Fields, response_time: SystemTime) -> Freshness {
-        let directives = CacheControl::parse(response.values("cache-control"));
+        Freshness::of_targeted(status, response, response_time, &NO_TARGETS)
+    }
+
+    /// Freshness of a response with `status` and fields, received at `response_time`, for
+    /// a cache whose directives come from `targets` (RFC 9213: a targeted field, when one
+    /// rules, replaces `Cache-Control` and `Expires`).
+    pub fn of_targeted(
+        status: u16,
+        response: &Fields,
+        response_time: SystemTime,
+        targets: &Targets,
+    ) -> Freshness {
+        let ruling = targets.directives(response);
+        let directives = ruling.control;
+        let expires = if ruling.targeted {
+            None
+        } else {
+            response.get("expires")
+        };
         let date = response
             .get("date")
             .and_then(parse_http_date)
@@ -100,12 +70,12 @@ impl Freshness {
         let mut heuristic = false;
         let lifetime = if let Some(seconds) = directives.s_maxage.or(directives.max_age) {
             Duration::from_secs(seconds)
-        } else if let Some(expires) = response.get("expires") {
+        } else if let Some(expires) = expires {
             // An invalid Expires (e.g. "0") means already expired (RFC 9111 §5.3).
             parse_http_date(expires)
                 .and_then(|expires| expires.duration_since(date).ok())
                 .unwrap_or(Duration::ZERO)
-        } else if HEURISTICALLY_CACHEABLE.contains(&status)
+        } else if is_heuristically_cacheable(status)
             && let Some(modified) = response.get("last-modified").and_then(parse_http_date)
         {
             heuristic = true;
@@ -159,6 +129,17 @@ impl Freshness {
             && self.staleness(age) <= window
     }
 
+    /// Whether a response of this `age` may be served, at most `window` past its freshness,
+    /// when the origin cannot be reached (`--serve-stale-on-error`; RFC 9111 §4.2.4 lets a
+    /// disconnected cache serve stale content); never for `no-cache` / `must-revalidate`
+    /// responses.
+    pub fn may_serve_disconnected(&self, age: Duration, window: Duration) -> bool {
+        !self.no_cache
+            && !self.must_revalidate
+            && !window.is_zero()
+            && self.staleness(age) <= window
+    }
+
     /// Whether a response of this freshness and `age` may be served without revalidation
     /// to a request with `request` directives.
     pub fn is_fresh_for(&self, age: Duration, request: &CacheControl) -> bool {
@@ -194,17 +175,29 @@ pub fn corrected_initial_age(
     let apparent = date
         .and_then(|date| response_time.duration_since(date).ok())
         .unwrap_or(Duration::ZERO);
-    let age_value = response
-        .get("age")
-        .and_then(|value| std::str::from_utf8(value).ok())
-        .and_then(|text| text.trim().parse::<u64>().ok())
-        .map_or(Duration::ZERO, |seconds| {
-            Duration::from_secs(seconds.min(crate::cache_control::DELTA_SECONDS_MAX))
-        });
+    let age_value = age_value(response);
     let delay = response_time
         .duration_since(request_time)
         .unwrap_or(Duration::ZERO);
     apparent.max(age_value + delay)
+}
+
+/// The `Age` a response carries (RFC 9111 §5.1): the first member when the field is a list
+/// or comes in several lines; a malformed value counts as no `Age` (zero), never as an
+/// error of the whole response; values past 2^31 s are clamped.
+pub fn age_value(response: &Fields) -> Duration {
+    let Some(first) = response.list_members("age").next() else {
+        return Duration::ZERO;
+    };
+    if first.is_empty() || !first.iter().all(u8::is_ascii_digit) {
+        return Duration::ZERO;
+    }
+    let seconds = first.iter().fold(0u64, |value, &digit| {
+        value
+            .saturating_mul(10)
+            .saturating_add(u64::from(digit - b'0'))
+    });
+    Duration::from_secs(seconds.min(DELTA_SECONDS_MAX))
 }
 
 /// The current age of a stored response: its corrected initial age plus the time it has
@@ -290,59 +283,6 @@ mod tests {
         assert_eq!(
             Freshness::of(302, &response, at(T)).lifetime,
             Duration::ZERO
-        );
-    }
-
-    #[test]
-    fn storability_rules() {
-        let request = CacheControl::default();
-        let store = |pairs: &[(&str, &str)], status| {
-            storability("GET", &request, false, status, &fields(pairs))
-        };
-        assert_eq!(store(&[], 200), Storability::Store);
-        assert_eq!(
-            store(&[("Cache-Control", "no-store")], 200),
-            Storability::No("no-store")
-        );
-        assert_eq!(
-            store(&[("Cache-Control", "private, max-age=9")], 200),
-            Storability::No("private")
-        );
-        assert_eq!(store(&[("Vary", "*")], 200), Storability::No("vary-star"));
-        assert_eq!(store(&[], 302), Storability::No("status"));
-        assert_eq!(
-            store(&[("Cache-Control", "max-age=9")], 302),
-            Storability::Store
-        );
-        assert_eq!(store(&[], 500), Storability::No("status"));
-        assert_eq!(
-            storability("POST", &request, false, 200, &fields(&[])),
-            Storability::No("method")
-        );
-        assert_eq!(
-            storability(
-                "GET",
-                &request,
-                true,
-                200,
-                &fields(&[("Cache-Control", "max-age=5")])
-            ),
-            Storability::No("authorization")
-        );
-        assert_eq!(
-            storability(
-                "GET",
-                &request,
-                true,
-                200,
-                &fields(&[("Cache-Control", "public")])
-            ),
-            Storability::Store
-        );
-        let no_store = CacheControl::parse([&b"no-store"[..]]);
-        assert_eq!(
-            storability("GET", &no_store, false, 200, &fields(&[])),
-            Storability::No("no-store")
         );
     }
 
@@ -441,6 +381,128 @@ mod tests {
         );
     }
 
+    #[test]
+    fn rfc9111_5_1_age_uses_the_first_member_of_a_list_or_of_several_lines() {
+        assert_eq!(
+            age_value(&fields(&[("Age", "30, 40")])),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            age_value(&fields(&[("Age", "12"), ("Age", "99")])),
+            Duration::from_secs(12)
+        );
+        let response = fields(&[("Date", &date(T)), ("Age", "30, 40")]);
+        assert_eq!(
+            corrected_initial_age(&response, at(T), at(T)),
+            Duration::from_secs(30)
+        );
+    }
+
+    #[test]
+    fn rfc9111_5_1_a_malformed_age_is_ignored_not_the_response() {
+        for value in ["abc", "-5", "1.5", "", "30x", "0x10"] {
+            let response = fields(&[
+                ("Date", &date(T)),
+                ("Age", value),
+                ("Cache-Control", "max-age=60"),
+            ]);
+            assert_eq!(
+                corrected_initial_age(&response, at(T), at(T)),
+                Duration::ZERO,
+                "{value:?}"
+            );
+            assert_eq!(
+                Freshness::of(200, &response, at(T)).lifetime,
+                Duration::from_secs(60)
+            );
+        }
+        assert_eq!(
+            age_value(&fields(&[("Age", "99999999999999999999")])),
+            Duration::from_secs(DELTA_SECONDS_MAX)
+        );
+    }
+
+    #[test]
+    fn rfc9111_5_3_invalid_expires_means_already_expired() {
+        for value in ["0", "-1", "never", "Sun, 31 Apr 2094 00:00:00 GMT", ""] {
+            let response = fields(&[("Expires", value), ("Date", &date(T))]);
+            assert_eq!(
+                Freshness::of(200, &response, at(T)).lifetime,
+                Duration::ZERO,
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rfc9110_5_6_7_expires_in_any_date_form_counts() {
+        // T + 100 s is Tue, 14 Nov 2023 22:15:00 GMT; wrong weekday and odd case included.
+        for value in [
+            "Tue, 14 Nov 2023 22:15:00 GMT",
+            "Sat, 14 NOV 2023 22:15:00 gmt",
+            "Tuesday, 14-Nov-23 22:15:00 GMT",
+            "Tue Nov 14 22:15:00 2023",
+        ] {
+            let response = fields(&[("Expires", value), ("Date", &date(T))]);
+            assert_eq!(
+                Freshness::of(200, &response, at(T)).lifetime,
+                Duration::from_secs(100),
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rfc9111_4_2_2_heuristics_only_for_heuristically_cacheable_codes() {
+        let response = fields(&[("Date", &date(T)), ("Last-Modified", &date(T - 1000))]);
+        for status in [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501] {
+            let freshness = Freshness::of(status, &response, at(T));
+            assert_eq!(freshness.lifetime, Duration::from_secs(100), "{status}");
+            assert!(freshness.heuristic);
+        }
+        for status in [299, 302, 400, 500, 503, 599] {
+            assert_eq!(
+                Freshness::of(status, &response, at(T)).lifetime,
+                Duration::ZERO,
+                "{status}"
+            );
+        }
+        // An explicit lifetime holds for any status.
+        let explicit = fields(&[("Cache-Control", "max-age=60")]);
+        assert_eq!(
+            Freshness::of(503, &explicit, at(T)).lifetime,
+            Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn rfc9213_a_targeted_field_replaces_cache_control_and_expires() {
+        let targets = Targets::new(["Coldwire-Cache-Control", "CDN-Cache-Control"]);
+        let response = fields(&[
+            ("Cache-Control", "max-age=5"),
+            ("Expires", &date(T + 1000)),
+            ("Date", &date(T)),
+            ("CDN-Cache-Control", "max-age=60"),
+            ("Coldwire-Cache-Control", "max-age=600"),
+        ]);
+        assert_eq!(
+            Freshness::of_targeted(200, &response, at(T), &targets).lifetime,
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            Freshness::of(200, &response, at(T)).lifetime,
+            Duration::from_secs(5)
+        );
+        let response = fields(&[
+            ("Expires", &date(T + 1000)),
+            ("Date", &date(T)),
+            ("CDN-Cache-Control", "must-revalidate"),
+        ]);
+        let freshness = Freshness::of_targeted(200, &response, at(T), &targets);
+        assert_eq!(freshness.lifetime, Duration::ZERO, "Expires is ignored");
+        assert!(freshness.must_revalidate);
+    }
+
     proptest! {
         #[test]
         fn age_is_monotonic_in_now(initial in 0u64..10_000, stored in 0u64..1_000_000, later in 0u64..1_000_000) {
@@ -454,7 +516,7 @@ mod tests {
         fn freshness_never_panics(value in "[ -~]{0,60}", status in 100u16..600) {
             let response = fields(&[("Cache-Control", &value), ("Expires", &value), ("Last-Modified", &value), ("Date", &value)]);
             let freshness = Freshness::of(status, &response, at(T));
-            prop_assert!(freshness.lifetime <= Duration::from_secs(crate::cache_control::DELTA_SECONDS_MAX).max(Duration::from_secs(T)));
+            prop_assert!(freshness.lifetime <= Duration::from_secs(DELTA_SECONDS_MAX).max(Duration::from_secs(T)));
         }
     }
 }

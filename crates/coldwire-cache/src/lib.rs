@@ -19,17 +19,24 @@
 pub mod cache_control;
 pub mod fields;
 pub mod freshness;
+pub mod partial;
 pub mod status;
+pub mod storable;
 pub mod store;
+pub mod stored;
+pub mod targeted;
+pub mod validation;
 pub mod vary;
 mod wakeups;
 
 pub use cache_control::CacheControl;
 pub use fields::Fields;
-pub use freshness::{Freshness, Storability, current_age, storability};
+pub use freshness::{Freshness, age_value, current_age};
 pub use status::{CacheStatus, Forward};
+pub use storable::{Storability, storability, storability_targeted};
 pub use store::{
-    Claim, Fill, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, Store, StoreConfig, StoreCounters,
-    StoredResponse, hit_for_miss_lifetime,
+    Claim, Fill, Freshened, HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, Lookup, PartialStored, Store,
+    StoreConfig, StoreCounters, StoredResponse, hit_for_miss_lifetime, partial_key,
 };
+pub use targeted::{NO_TARGETS, ResponseDirectives, Targets};
 pub use vary::VaryKey;

@@ -24,19 +24,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
-
-use crate::cache_control::CacheControl;
-use crate::fields::Fields;
-use crate::freshness::{Freshness, corrected_initial_age, current_age};
-use crate::vary::VaryKey;
+use crate::targeted::Targets;
 use crate::wakeups::Wakeups;
+
+pub use crate::stored::StoredResponse;
+
+mod claim;
+mod fill;
+mod partial;
+mod update;
+pub use claim::Claim;
+use claim::InFlight;
+pub use fill::Fill;
+pub use partial::{PartialStored, partial_key};
+pub use update::Freshened;
 
 /// Most variants kept per URI; inserting another drops the oldest.
 pub const MAX_VARIANTS: usize = 8;
 
 /// Fixed overhead charged per stored object besides its head and body.
-const OBJECT_OVERHEAD: u64 = 256;
+pub(crate) const OBJECT_OVERHEAD: u64 = 256;
 
 /// Bytes charged for a hit-for-miss marker besides its key.
 pub const MARKER_SIZE: u64 = 128;
@@ -81,106 +88,6 @@ impl Default for StoreConfig {
             max_object: 8 << 20,
             shards: 16,
         }
-    }
-}
-
-/// A complete stored response.
-#[derive(Debug)]
-pub struct StoredResponse {
-    /// Status code.
-    pub status: u16,
-    /// End-to-end header fields as received (hop-by-hop fields already removed).
-    pub fields: Fields,
-    /// The body, in the pieces it arrived in.
-    pub body: Vec<Bytes>,
-    /// Body length.
-    pub body_len: u64,
-    /// The request fields this response was selected by.
-    pub vary: VaryKey,
-    /// When the response (or its last 304) arrived.
-    pub response_time: SystemTime,
-    /// Its age when it arrived (RFC 9111 §4.2.3).
-    pub initial_age: Duration,
-    /// How long it stays fresh.
-    pub freshness: Freshness,
-}
-
-impl StoredResponse {
-    /// Builds a stored response from what arrived; the request was sent at `request_time`.
-    pub fn new(
-        status: u16,
-        fields: Fields,
-        body: Vec<Bytes>,
-        vary: VaryKey,
-        request_time: SystemTime,
-        response_time: SystemTime,
-    ) -> StoredResponse {
-        let body_len = body.iter().map(|piece| piece.len() as u64).sum();
-        StoredResponse {
-            initial_age: corrected_initial_age(&fields, request_time, response_time),
-            freshness: Freshness::of(status, &fields, response_time),
-            status,
-            fields,
-            body,
-            body_len,
-            vary,
-            response_time,
-        }
-    }
-
-    /// Its current age.
-    pub fn age(&self, now: SystemTime) -> Duration {
-        current_age(self.initial_age, self.response_time, now)
-    }
-
-    /// Seconds of freshness left (negative once stale).
-    pub fn ttl(&self, now: SystemTime) -> i64 {
-        let lifetime = self.freshness.lifetime.as_secs() as i64;
-        lifetime - self.age(now).as_secs() as i64
-    }
-
-    /// Whether it may answer a request with `request` directives at `now` without asking
-    /// the origin.
-    pub fn is_fresh_for(&self, now: SystemTime, request: &CacheControl) -> bool {
-        self.freshness.is_fresh_for(self.age(now), request)
-    }
-
-    /// Whether it may be served stale while revalidated in the background (RFC 5861 §3).
-    pub fn may_serve_while_revalidating(&self, now: SystemTime, request: &CacheControl) -> bool {
-        self.freshness
-            .may_serve_while_revalidating(self.age(now), request)
-    }
-
-    /// Whether it may be served because the origin failed (RFC 5861 §4).
-    pub fn may_serve_on_error(&self, now: SystemTime, request: &CacheControl) -> bool {
-        self.freshness.may_serve_on_error(self.age(now), request)
-    }
-
-    /// A copy with the fields of a `304 Not Modified` merged in and the clock restarted
-    /// (RFC 9111 §4.3.4); the body is shared, not copied.
-    pub fn refreshed(
-        &self,
-        not_modified: &Fields,
-        request_time: SystemTime,
-        response_time: SystemTime,
-    ) -> StoredResponse {
-        let mut fields = self.fields.clone();
-        fields.update_from(not_modified);
-        StoredResponse {
-            initial_age: corrected_initial_age(&fields, request_time, response_time),
-            freshness: Freshness::of(self.status, &fields, response_time),
-            status: self.status,
-            fields,
-            body: self.body.clone(),
-            body_len: self.body_len,
-            vary: self.vary.clone(),
-            response_time,
-        }
-    }
-
-    /// Bytes charged against the budget.
-    pub fn size(&self) -> u64 {
-        self.body_len + self.fields.wire_len() as u64 + self.vary.size() as u64 + OBJECT_OVERHEAD
     }
 }
 
@@ -420,60 +327,8 @@ pub struct Store {
     claims: AtomicU64,
     /// How workers with waiting requests are told their claims were released.
     wakeups: Wakeups,
-}
-
-/// One claimed key.
-struct InFlight {
-    /// The claim's number (claims are numbered from 1).
-    number: u64,
-    /// Workers (by index) with requests waiting for this claim: woken when it is released.
-    waiting: Vec<usize>,
-}
-
-/// "I am fetching this key from the origin": held by the one exchange (or background
-/// revalidation) that goes forward for a key while others wait or serve stale content;
-/// released when dropped, however the fetch ends.
-pub struct Claim {
-    store: Arc<Store>,
-    /// `Box<str>`, not `String`: the claim travels inside every miss's cache work.
-    key: Box<str>,
-    number: u64,
-}
-
-impl std::fmt::Debug for Claim {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_tuple("Claim").field(&self.key).finish()
-    }
-}
-
-impl Claim {
-    /// The claimed key.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// This claim's number: different for every claim the store hands out.
-    pub fn number(&self) -> u64 {
-        self.number
-    }
-}
-
-impl Drop for Claim {
-    /// Releases the key, and wakes the workers with requests waiting for this claim.
-    fn drop(&mut self) {
-        let mut in_flight = self.store.in_flight();
-        let waiting = match in_flight.get(&*self.key) {
-            Some(entry) if entry.number == self.number => in_flight
-                .remove(&*self.key)
-                .map(|entry| entry.waiting)
-                .unwrap_or_default(),
-            _ => return,
-        };
-        drop(in_flight);
-        if !waiting.is_empty() {
-            self.store.wakeups.released(self.number, &waiting);
-        }
-    }
+    /// The targeted cache-control fields this store's responses obey (RFC 9213).
+    targets: Targets,
 }
 
 impl Store {
@@ -496,7 +351,20 @@ impl Store {
             in_flight: Mutex::new(HashMap::new()),
             claims: AtomicU64::new(0),
             wakeups: Wakeups::default(),
+            targets: Targets::default(),
         }
+    }
+
+    /// The same store, its responses' freshness taken from the targeted cache-control
+    /// fields `targets` before `Cache-Control` (RFC 9213).
+    pub fn with_targets(mut self, targets: Targets) -> Store {
+        self.targets = targets;
+        self
+    }
+
+    /// The targeted cache-control fields this store obeys (empty: `Cache-Control` only).
+    pub fn targets(&self) -> &Targets {
+        &self.targets
     }
 
     /// The configuration.
@@ -568,13 +436,10 @@ impl Store {
         true
     }
 
-    /// Removes everything stored under `key` (e.g. after an unsafe method on it, RFC 9111
-    /// §4.4).
+    /// Removes everything stored under `key`, partial content included (e.g. after an
+    /// unsafe method on it, RFC 9111 §4.4).
     pub fn invalidate(&self, key: &str) {
-        let mut shard = self.shard(key);
-        if let Some(&slot) = shard.index.get(key) {
-            shard.remove_slot(slot);
-        }
+        self.purge(key);
     }
 
     /// Remembers that a response to a miss of `key` was not storable: until `until`,
@@ -677,13 +542,17 @@ impl Store {
         self.wakeups.take(worker, into);
     }
 
-    /// Removes every variant stored under `key` (a `PURGE`); returns how many there were.
+    /// Removes every variant stored under `key` and the partial content held for it (a
+    /// `PURGE`); returns how many responses there were.
     pub fn purge(&self, key: &str) -> u64 {
-        let mut shard = self.shard(key);
-        match shard.index.get(key) {
-            Some(&slot) => shard.remove_slot(slot),
-            None => 0,
+        let mut removed = 0;
+        for key in [key.to_owned(), partial_key(key)] {
+            let mut shard = self.shard(&key);
+            if let Some(&slot) = shard.index.get(&key) {
+                removed += shard.remove_slot(slot);
+            }
         }
+        removed
     }
 
     /// The largest body that could ever be stored under `key`: the per-object limit, or
@@ -733,383 +602,5 @@ impl Store {
     }
 }
 
-/// A response body being collected for the store while it streams to the client. It
-/// becomes a stored object only through [`Fill::finish`], called once the whole body has
-/// arrived; dropping it (the response ended early, or grew past the limit) stores nothing.
-/// Its limit is [`Store::body_limit`]: once past it, nothing more is collected.
-#[derive(Debug)]
-pub struct Fill {
-    key: String,
-    body: Vec<Bytes>,
-    length: u64,
-    limit: u64,
-}
-
-impl Fill {
-    /// Whether `more` body bytes would still fit under the limit.
-    pub fn fits(&self, more: u64) -> bool {
-        self.length.saturating_add(more) <= self.limit
-    }
-
-    /// Adds a piece of body. Returns false once the body is over the limit (the pieces
-    /// collected so far are freed); the caller then drops the fill.
-    pub fn push(&mut self, piece: Bytes) -> bool {
-        self.length += piece.len() as u64;
-        if self.length > self.limit {
-            self.body.clear();
-            return false;
-        }
-        if !piece.is_empty() {
-            self.body.push(piece);
-        }
-        true
-    }
-
-    /// Body bytes collected.
-    pub fn len(&self) -> u64 {
-        self.length
-    }
-
-    /// True before any body byte.
-    pub fn is_empty(&self) -> bool {
-        self.length == 0
-    }
-
-    /// The key it will be stored under.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// Stores the complete response. Returns whether it was stored.
-    pub fn finish(
-        self,
-        store: &Store,
-        status: u16,
-        fields: Fields,
-        vary: VaryKey,
-        request_time: SystemTime,
-        response_time: SystemTime,
-    ) -> bool {
-        let response =
-            StoredResponse::new(status, fields, self.body, vary, request_time, response_time);
-        store.insert(&self.key, response)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use std::time::UNIX_EPOCH;
-
-    fn response(body: usize, vary: VaryKey) -> StoredResponse {
-        let mut fields = Fields::new();
-        fields.push("Cache-Control", b"max-age=60");
-        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        StoredResponse::new(
-            200,
-            fields,
-            vec![Bytes::from(vec![7u8; body])],
-            vary,
-            now,
-            now,
-        )
-    }
-
-    fn no_fields(_: &str) -> Vec<&'static [u8]> {
-        Vec::new()
-    }
-
-    fn store(capacity: u64) -> Store {
-        Store::new(StoreConfig {
-            capacity,
-            max_object: 10_000,
-            shards: 1,
-        })
-    }
-
-    /// A store with the default object limit and shards, and `capacity` bytes.
-    fn store_with(capacity: u64) -> Store {
-        Store::new(StoreConfig {
-            capacity,
-            ..StoreConfig::default()
-        })
-    }
-
-    #[test]
-    fn a_key_is_claimed_once_until_released() {
-        let store = Arc::new(Store::new(StoreConfig::default()));
-        let claim = store.claim("http://a/").expect("first claim");
-        assert!(store.claim("http://a/").is_none());
-        assert!(store.is_claimed("http://a/"));
-        assert!(store.claim("http://b/").is_some());
-        drop(claim);
-        assert!(!store.is_claimed("http://a/"));
-        assert!(store.claim("http://a/").is_some());
-    }
-
-    #[test]
-    fn a_waiter_can_tell_its_leader_from_the_next_one() {
-        let store = Arc::new(Store::new(StoreConfig::default()));
-        let first = store.claim("http://a/").expect("first claim");
-        let waited_for = store.claim_holder("http://a/");
-        assert_eq!(waited_for, Some(first.number()));
-        drop(first);
-        assert_eq!(store.claim_holder("http://a/"), None);
-        let second = store.claim("http://a/").expect("claimed again");
-        assert_ne!(Some(second.number()), waited_for);
-        assert_eq!(store.claim_holder("http://a/"), Some(second.number()));
-    }
-
-    #[test]
-    fn hit_for_miss_lasts_until_its_deadline_or_a_stored_response() {
-        let store = store(100_000);
-        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert!(!store.is_hit_for_miss("a", now));
-        assert!(store.mark_hit_for_miss("a", now + Duration::from_secs(60)));
-        assert!(store.is_hit_for_miss("a", now));
-        assert!(matches!(store.lookup("a", no_fields), Lookup::Miss));
-        assert_eq!(store.counters().hit_for_miss_keys, 1);
-        assert_eq!(store.counters().objects, 0);
-        assert!(store.counters().bytes >= MARKER_SIZE);
-        // A stored response clears the marker (and its charge).
-        assert!(store.insert("a", response(10, VaryKey::default())));
-        assert!(!store.is_hit_for_miss("a", now));
-        assert_eq!(store.counters().hit_for_miss_keys, 0);
-        // An ended marker is gone, and so is the node it alone kept.
-        assert!(store.mark_hit_for_miss("b", now + Duration::from_secs(1)));
-        assert!(!store.is_hit_for_miss("b", now + Duration::from_secs(1)));
-        let counters = store.counters();
-        assert_eq!((counters.hit_for_miss_keys, counters.hit_for_miss), (0, 1));
-        assert_eq!(
-            counters.bytes,
-            response(10, VaryKey::default()).size() + 1,
-            "only the stored response is charged"
-        );
-    }
-
-    #[test]
-    fn hit_for_miss_markers_are_charged_and_evicted_like_entries() {
-        let marker = MARKER_SIZE + 3;
-        let store = store(marker * 10);
-        let until = UNIX_EPOCH + Duration::from_secs(1_700_000_600);
-        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        for key in 0..20 {
-            assert!(store.mark_hit_for_miss(&format!("k{key:02}"), until));
-        }
-        let counters = store.counters();
-        assert_eq!(counters.hit_for_miss_keys, 10);
-        assert!(counters.bytes <= marker * 10);
-        assert!(
-            !store.is_hit_for_miss("k00", now),
-            "the oldest were evicted"
-        );
-        assert!(store.is_hit_for_miss("k19", now));
-        assert!(!store.mark_hit_for_miss(&"k".repeat(2000), until));
-    }
-
-    #[test]
-    fn hit_for_miss_lifetime_has_a_default_and_a_cap() {
-        assert_eq!(hit_for_miss_lifetime(Duration::ZERO), HIT_FOR_MISS_DEFAULT);
-        let short = Duration::from_secs(5);
-        assert_eq!(hit_for_miss_lifetime(short), short);
-        assert_eq!(
-            hit_for_miss_lifetime(Duration::from_secs(86_400)),
-            HIT_FOR_MISS_MAX
-        );
-    }
-
-    #[test]
-    fn releasing_a_claim_wakes_the_workers_that_follow_it() {
-        use std::sync::atomic::AtomicUsize;
-        let store = Arc::new(Store::new(StoreConfig::default()));
-        let woken: Arc<[AtomicUsize; 2]> = Arc::default();
-        for worker in 0..2 {
-            let woken = woken.clone();
-            store.register_worker(worker, move || {
-                woken[worker].fetch_add(1, Ordering::Relaxed);
-            });
-        }
-        let claim = store.claim("http://a/").expect("first claim");
-        let number = claim.number();
-        assert_eq!(store.follow("http://a/", 1), Some(number));
-        assert_eq!(store.follow("http://a/", 1), Some(number));
-        assert_eq!(store.follow("http://b/", 0), None, "nothing to wait for");
-        drop(claim);
-        let counts: Vec<usize> = woken.iter().map(|n| n.load(Ordering::Relaxed)).collect();
-        assert_eq!(counts, [0, 1], "the follower's worker, once");
-        let mut released = Vec::new();
-        store.take_released(1, &mut released);
-        assert_eq!(released, [number]);
-        assert_eq!(store.follow("http://a/", 1), None, "released");
-        // A claim nobody followed wakes nobody.
-        drop(store.claim("http://a/"));
-        let counts: Vec<usize> = woken.iter().map(|n| n.load(Ordering::Relaxed)).collect();
-        assert_eq!(counts, [0, 1]);
-    }
-
-    #[test]
-    fn purge_removes_every_variant() {
-        let store = Store::new(StoreConfig::default());
-        let mut french = Fields::new();
-        french.push("Accept-Language", b"fr");
-        let vary_on = |request: &Fields| {
-            let mut response = Fields::new();
-            response.push("Vary", b"Accept-Language");
-            VaryKey::new(&response, |name: &str| {
-                request.values(name).collect::<Vec<_>>()
-            })
-        };
-        let mut german = Fields::new();
-        german.push("Accept-Language", b"de");
-        assert!(store.insert("http://a/", response(10, vary_on(&french))));
-        assert!(store.insert("http://a/", response(10, vary_on(&german))));
-        assert_eq!(store.purge("http://a/"), 2);
-        assert_eq!(store.purge("http://a/"), 0);
-        assert_eq!(store.counters().objects, 0);
-        assert_eq!(store.counters().bytes, 0);
-    }
-
-    #[test]
-    fn stores_finds_and_replaces() {
-        let store = store(100_000);
-        assert!(matches!(store.lookup("a", no_fields), Lookup::Miss));
-        assert!(store.insert("a", response(100, VaryKey::default())));
-        assert!(store.insert("a", response(200, VaryKey::default())));
-        match store.lookup("a", no_fields) {
-            Lookup::Found(found) => assert_eq!(found.body_len, 200),
-            other => panic!("expected a hit, got {other:?}"),
-        }
-        assert_eq!(store.counters().objects, 1);
-    }
-
-    #[test]
-    fn evicts_least_recently_used_first() {
-        let one = response(1000, VaryKey::default()).size() + 1;
-        let store = store(one * 3);
-        for key in ["a", "b", "c"] {
-            assert!(store.insert(key, response(1000, VaryKey::default())));
-        }
-        // Touch "a" so "b" is the least recently used.
-        assert!(matches!(store.lookup("a", no_fields), Lookup::Found(_)));
-        assert!(store.insert("d", response(1000, VaryKey::default())));
-        assert!(matches!(store.lookup("b", no_fields), Lookup::Miss));
-        for key in ["a", "c", "d"] {
-            assert!(
-                matches!(store.lookup(key, no_fields), Lookup::Found(_)),
-                "{key}"
-            );
-        }
-        assert_eq!(store.counters().evicted, 1);
-    }
-
-    #[test]
-    fn a_large_object_limit_means_fewer_shards() {
-        let store = Store::new(StoreConfig {
-            capacity: 256 << 20,
-            max_object: 100 << 20,
-            shards: 16,
-        });
-        assert_eq!(store.config().shards, 2);
-        assert!(store.insert("big", response(64 << 20, VaryKey::default())));
-    }
-
-    #[test]
-    fn over_limit_objects_are_refused() {
-        let store = store(1 << 20);
-        assert!(!store.insert("big", response(10_001, VaryKey::default())));
-        assert!(store.begin_fill("big".into(), Some(10_001)).is_none());
-        let mut fill = store.begin_fill("big".into(), None).unwrap();
-        assert!(fill.push(Bytes::from(vec![0; 6000])));
-        assert!(!fill.push(Bytes::from(vec![0; 6000])));
-    }
-
-    #[test]
-    fn nothing_is_collected_that_no_shard_could_hold() {
-        // Objects up to 10,000 bytes, but a budget of 2,000: a shard holds less.
-        let store = store(2_000);
-        let limit = store.body_limit("k");
-        assert!(limit < 2_000);
-        assert!(store.begin_fill("k".into(), Some(limit + 1)).is_none());
-        assert!(store.insert("k", response(limit as usize / 2, VaryKey::default())));
-        let mut fill = store.begin_fill("k".into(), None).expect("unknown length");
-        assert!(fill.fits(limit));
-        assert!(fill.push(Bytes::from(vec![0; limit as usize])));
-        assert!(!fill.fits(1));
-        assert!(!fill.push(Bytes::from(vec![0; 1])), "past the limit");
-        // `--cache-bytes 1`: nothing at all.
-        let tiny = store_with(1);
-        assert_eq!(tiny.body_limit("k"), 0);
-        assert!(tiny.begin_fill("k".into(), Some(1)).is_none());
-    }
-
-    #[test]
-    fn vary_variants_are_kept_side_by_side() {
-        let store = store(1 << 20);
-        let mut vary_fields = Fields::new();
-        vary_fields.push("Vary", b"Accept-Encoding");
-        let gzip = |name: &str| -> Vec<&'static [u8]> {
-            if name == "accept-encoding" {
-                vec![b"gzip"]
-            } else {
-                vec![]
-            }
-        };
-        let brotli = |name: &str| -> Vec<&'static [u8]> {
-            if name == "accept-encoding" {
-                vec![b"br"]
-            } else {
-                vec![]
-            }
-        };
-        assert!(store.insert("u", response(10, VaryKey::new(&vary_fields, gzip))));
-        assert!(matches!(store.lookup("u", brotli), Lookup::VaryMiss));
-        assert!(store.insert("u", response(20, VaryKey::new(&vary_fields, brotli))));
-        match (store.lookup("u", gzip), store.lookup("u", brotli)) {
-            (Lookup::Found(first), Lookup::Found(second)) => {
-                assert_eq!((first.body_len, second.body_len), (10, 20));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn refresh_merges_a_304_and_shares_the_body() {
-        let stored = response(10, VaryKey::default());
-        let mut not_modified = Fields::new();
-        not_modified.push("Cache-Control", b"max-age=600");
-        let later = stored.response_time + Duration::from_secs(100);
-        let refreshed = stored.refreshed(&not_modified, later, later);
-        assert_eq!(refreshed.freshness.lifetime, Duration::from_secs(600));
-        assert_eq!(refreshed.body[0].as_ptr(), stored.body[0].as_ptr());
-        assert_eq!(refreshed.ttl(later), 600);
-    }
-
-    proptest! {
-        #[test]
-        fn never_exceeds_the_budget(operations in proptest::collection::vec((0u8..20, 0usize..3000, 0u8..4), 1..200)) {
-            let store = Store::new(StoreConfig { capacity: 20_000, max_object: 5_000, shards: 2 });
-            let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-            for (key, size, operation) in operations {
-                let key = format!("k{key}");
-                match operation {
-                    0 => {
-                        let _ = store.lookup(&key, no_fields);
-                    }
-                    1 => {
-                        let _ = store.insert(&key, response(size, VaryKey::default()));
-                    }
-                    2 => {
-                        let until = now + Duration::from_secs(size as u64 % 3);
-                        let _ = store.mark_hit_for_miss(&key, until);
-                    }
-                    _ => {
-                        let _ = store.is_hit_for_miss(&key, now + Duration::from_secs(1));
-                    }
-                }
-                let counters = store.counters();
-                prop_assert!(counters.bytes <= 20_000, "{} bytes", counters.bytes);
-            }
-        }
-    }
-}
+mod tests;

@@ -26,6 +26,7 @@ pub mod chunked;
 pub mod chunked_encoder;
 pub mod conditional;
 pub mod date;
+pub mod date_parse;
 pub mod error;
 pub mod etag;
 pub mod fields;

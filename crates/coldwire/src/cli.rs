@@ -176,4 +176,14 @@ pub struct ProxyArgs {
     /// upstream time in seconds (off by default).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
+    /// The coldwire-targeted cache-control field (RFC 9213): a reverse proxy obeys it
+    /// first, then CDN-Cache-Control, then Cache-Control, and removes both targeted fields
+    /// from its responses; a forward proxy obeys neither and passes them on.
+    #[arg(long, value_name = "NAME", default_value = "Coldwire-Cache-Control")]
+    pub targeted_cache_control: String,
+    /// Serve a stored response up to this many seconds past its freshness when the origin
+    /// cannot be reached (connect or resolution failure, timeout); off by default. A
+    /// response's or request's stale-if-error works without it.
+    #[arg(long, value_name = "SECONDS")]
+    pub serve_stale_on_error: Option<f64>,
 }

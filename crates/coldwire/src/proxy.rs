@@ -89,6 +89,18 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
         config.connect_ports.allow(port);
     }
     config.access_log = arguments.access_log;
+    let targeted = arguments.targeted_cache_control.trim();
+    if targeted.is_empty()
+        || !targeted
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte))
+    {
+        bail!("--targeted-cache-control {targeted:?}: expected a field name (a token)");
+    }
+    config.targeted_cache_control = targeted.to_owned();
+    if let Some(window) = arguments.serve_stale_on_error {
+        config.serve_stale_on_error = seconds(window, "--serve-stale-on-error")?;
+    }
     config.collapse_wait = if arguments.collapse_wait == 0.0 {
         Duration::ZERO
     } else {

@@ -3,11 +3,9 @@
 //! with the stored validators), answering from a stored response (`Age`, `Cache-Status`,
 //! the body's shared `Bytes` without a copy), and the `304` refresh.
 
-use std::sync::Arc;
-
+use coldwire_cache::validation::has_origin_only_preconditions;
 use coldwire_cache::{CacheControl, CacheStatus, Fields, Forward, Lookup, StoredResponse};
-use coldwire_http::etag::list_matches;
-use coldwire_http::{ETag, Method, RangeOutcome, RequestHead, Version, parse_http_date};
+use coldwire_http::{Method, RangeOutcome, RequestHead, Version};
 use coldwire_io::{Chunk, Driver};
 
 use super::cache_range::{add_content_range, range_for, slice_body};
@@ -19,25 +17,13 @@ use super::worker::Worker;
 use crate::output::Output;
 
 /// Whether a client's conditionals (`If-None-Match`, else `If-Modified-Since`) are
-/// satisfied by a stored response, so the answer is `304`.
+/// satisfied by a stored response, so the answer is `304` (RFC 9110 §13.2.2, RFC 9111
+/// §4.3.2; the rules are coldwire-cache's). `values` returns the request's field values.
 pub(super) fn client_not_modified<'a>(
-    field: impl Fn(&str) -> Option<&'a [u8]>,
+    values: impl Fn(&str) -> Vec<&'a [u8]>,
     stored: &StoredResponse,
 ) -> bool {
-    if !(200..300).contains(&stored.status) {
-        return false;
-    }
-    if let Some(value) = field("if-none-match") {
-        let etag = stored.fields.get("etag").and_then(ETag::parse);
-        return list_matches(value, etag.as_ref(), false);
-    }
-    match (
-        field("if-modified-since").and_then(parse_http_date),
-        stored.fields.get("last-modified").and_then(parse_http_date),
-    ) {
-        (Some(since), Some(modified)) => modified <= since,
-        _ => false,
-    }
+    coldwire_cache::validation::client_not_modified(values, stored.status, &stored.fields)
 }
 
 /// The cache key of a request: `http://authority/path?query`, the authority lowercased.
@@ -96,6 +82,9 @@ fn bypass() -> CacheWork {
         request_fields: Fields::new(),
         claim: None,
         hit_for_miss: false,
+        invalidate: None,
+        freshened: false,
+        refetch: false,
     }
 }
 
@@ -114,11 +103,13 @@ impl<D: Driver> Worker<D> {
         };
         let key = cache_key(destination);
         if !head.method().is_get_or_head() {
+            let mut work = bypass();
             if !matches!(head.method(), Method::Options | Method::Trace) {
-                // An unsafe method invalidates what is stored for its target (RFC 9111 §4.4).
-                store.invalidate(&key);
+                // An unsafe method invalidates what is stored for its target once the origin
+                // answers it with a non-error status (RFC 9111 §4.4, `invalidate.rs`).
+                work.invalidate = Some(key);
             }
-            return CacheDecision::Forward(bypass());
+            return CacheDecision::Forward(work);
         }
         let directives = request_directives(head);
         let lookup = store.lookup(&key, |name| head.header_values(name).collect());
@@ -132,8 +123,17 @@ impl<D: Driver> Worker<D> {
             request_fields: Fields::new(),
             claim: None,
             hit_for_miss: false,
+            invalidate: None,
+            freshened: false,
+            refetch: false,
         };
+        let values = |name: &str| head.header_values(name).collect::<Vec<_>>();
         match lookup {
+            Lookup::Found(_) if has_origin_only_preconditions(values) => {
+                // If-Match / If-Unmodified-Since are for the origin to evaluate (RFC 9111
+                // §4.3.2): the request goes as it came, its answer may be stored.
+                work.forward = Forward::Request;
+            }
             Lookup::Found(stored) => {
                 let fresh = stored.is_fresh_for(self.wall_clock, &directives);
                 if fresh && !self.config.revalidate_always {
@@ -142,7 +142,7 @@ impl<D: Driver> Worker<D> {
                         version: head.version(),
                         keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
                         head_only: head.method() == Method::Head,
-                        not_modified: client_not_modified(|name| head.header(name), &stored),
+                        not_modified: client_not_modified(values, &stored),
                         status: CacheStatus {
                             detail: client.collapsed_wait.map(|_| "collapsed"),
                             ..CacheStatus::hit(stored.ttl(self.wall_clock))
@@ -168,7 +168,7 @@ impl<D: Driver> Worker<D> {
                         version: head.version(),
                         keep_alive: head.keep_alive() && self.drain_deadline.is_none(),
                         head_only: head.method() == Method::Head,
-                        not_modified: client_not_modified(|name| head.header(name), &stored),
+                        not_modified: client_not_modified(values, &stored),
                         status,
                         range: range_for(head, &stored),
                     };
@@ -192,6 +192,12 @@ impl<D: Driver> Worker<D> {
             Lookup::VaryMiss | Lookup::Miss => {
                 if matches!(lookup, Lookup::VaryMiss) {
                     work.forward = Forward::VaryMiss;
+                }
+                if !has_origin_only_preconditions(values)
+                    && let Some(answered) =
+                        self.answer_from_partial(client, head, &key, &directives, output)
+                {
+                    return CacheDecision::Answered(answered);
                 }
                 if !directives.only_if_cached {
                     match self.collapse(client, head, &directives, &key) {
@@ -252,6 +258,10 @@ impl<D: Driver> Worker<D> {
             name: &self.config.name,
             cache_status: Some(answer.status),
             date: self.date.bytes(),
+            hidden: self
+                .store
+                .as_deref()
+                .map_or(&coldwire_cache::NO_TARGETS, coldwire_cache::Store::targets),
         };
         let out = output.bytes(&mut self.driver);
         write_client_head(out, &head);
@@ -280,26 +290,18 @@ impl<D: Driver> Worker<D> {
         (status, body_bytes)
     }
 
-    /// A `304` answered a revalidation: refresh the stored response and answer the client
-    /// from it.
-    pub(super) fn refresh_from_304(
-        &mut self,
-        client: &mut Client,
-        not_modified: &Fields,
-        output: &mut Output,
-    ) -> bool {
+    /// A `304` answered a revalidation and freshened the stored response: answer the
+    /// client from the freshened copy.
+    pub(super) fn refresh_from_304(&mut self, client: &mut Client, output: &mut Output) -> bool {
         let Some(exchange) = client.exchange.as_ref() else {
             return false;
         };
-        let (Some(stored), Some(key), Some(store)) = (
-            exchange.cache.stored.as_ref(),
-            exchange.cache.key.as_ref(),
-            self.store.clone(),
-        ) else {
+        // The store was freshened when the 304's head arrived (`freshen.rs`); `stored` is
+        // the freshened copy.
+        let (Some(refreshed), true) = (exchange.cache.stored.clone(), exchange.cache.freshened)
+        else {
             return false;
         };
-        let refreshed: Arc<StoredResponse> =
-            Arc::new(stored.refreshed(not_modified, exchange.request_time, self.wall_clock));
         let fields = &exchange.cache.request_fields;
         let mut status = CacheStatus::forward(exchange.cache.forward);
         status.forward_status = Some(304);
@@ -310,18 +312,14 @@ impl<D: Driver> Worker<D> {
             version: exchange.version,
             keep_alive: exchange.keep_alive,
             head_only: exchange.head_only,
-            not_modified: client_not_modified(|name| fields.get(name), &refreshed),
+            not_modified: client_not_modified(|name| fields.values(name).collect(), &refreshed),
             status,
             // Ranges are served from fresh hits only; after a 304 the whole body goes.
             range: RangeOutcome::Full,
         };
         let (status, body_bytes) = self.answer_from_store(&answer, output);
         let upstream = self.wall_clock.duration_since(exchange.request_time).ok();
-        let key = key.clone();
         self.log_line(client, status, body_bytes, "revalidated", upstream);
-        if let Ok(response) = Arc::try_unwrap(refreshed) {
-            store.insert(&key, response);
-        }
         true
     }
 }

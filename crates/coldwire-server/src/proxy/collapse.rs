@@ -150,7 +150,7 @@ impl<D: Driver> Worker<D> {
             return;
         }
         let lifetime = fields.map_or(std::time::Duration::ZERO, |fields| {
-            Freshness::of(status, fields, self.wall_clock).lifetime
+            Freshness::of_targeted(status, fields, self.wall_clock, store.targets()).lifetime
         });
         store.mark_hit_for_miss(
             claim.key(),

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use coldwire_cache::StoreConfig;
+use coldwire_cache::{StoreConfig, Targets};
 use coldwire_http::Limits;
 use coldwire_io::Backend;
 
@@ -103,6 +103,14 @@ pub struct ProxyConfig {
     /// Access log file (Common Log Format plus cache status and upstream time); off when
     /// `None`.
     pub access_log: Option<PathBuf>,
+    /// The coldwire-targeted cache-control field (RFC 9213), obeyed before
+    /// `CDN-Cache-Control` and `Cache-Control` by a reverse proxy (see
+    /// [`ProxyConfig::targets`]).
+    pub targeted_cache_control: String,
+    /// How long past its freshness a stored response may be served when the origin cannot
+    /// be reached (connect or resolution failure, timeout; not an origin's 5xx); zero (the
+    /// default) serves stale content on errors only where `stale-if-error` allows it.
+    pub serve_stale_on_error: Duration,
 }
 
 impl ProxyConfig {
@@ -137,6 +145,24 @@ impl ProxyConfig {
             collapse_wait: Duration::from_secs(10),
             connect_ports: ConnectPorts::default(),
             access_log: None,
+            targeted_cache_control: DEFAULT_TARGETED_CACHE_CONTROL.to_owned(),
+            serve_stale_on_error: Duration::ZERO,
+        }
+    }
+
+    /// The targeted cache-control fields (RFC 9213) this proxy obeys, highest precedence
+    /// first: as a reverse proxy (a gateway on the origin's behalf, i.e. a CDN node) the
+    /// coldwire-targeted field, then `CDN-Cache-Control`; as a forward proxy none — it
+    /// caches on the clients' behalf, is not a CDN, and passes both fields on untouched.
+    pub fn targets(&self) -> Targets {
+        match self.mode {
+            Mode::Reverse { .. } => {
+                Targets::new([self.targeted_cache_control.as_str(), "CDN-Cache-Control"])
+            }
+            Mode::Forward => Targets::default(),
         }
     }
 }
+
+/// The default name of the coldwire-targeted cache-control field (`--targeted-cache-control`).
+pub const DEFAULT_TARGETED_CACHE_CONTROL: &str = "Coldwire-Cache-Control";

@@ -91,6 +91,9 @@ impl<D: Driver> Worker<D> {
             request_time: self.wall_clock,
             log_cache: "-",
             upstream_time: None,
+            interim_skip: 0,
+            // The proxy answers `Expect: 100-continue` itself (client.rs).
+            continue_sent: head.expects_continue(),
         };
         client.exchange = Some(exchange);
         // The client's timer now only guards against a silent origin (its own timer

@@ -13,7 +13,7 @@
 //! ([`connection_names_framing`]) rather than forwarded without it. Every field value
 //! written comes from a parsed (validated) head, so no CR or LF can be injected.
 
-use coldwire_cache::{CacheStatus, Fields, StoredResponse};
+use coldwire_cache::{CacheStatus, Fields, StoredResponse, Targets};
 use coldwire_http::fields::comma_list;
 use coldwire_http::{
     BodyFraming, HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version,
@@ -273,6 +273,8 @@ pub struct ClientHead<'a> {
     pub cache_status: Option<CacheStatus>,
     /// The current date, used when the origin sent none.
     pub date: &'a [u8; HTTP_DATE_LEN],
+    /// Targeted cache-control fields this proxy obeyed, not passed on (RFC 9213).
+    pub hidden: &'a Targets,
 }
 
 /// Writes a response head for the client.
@@ -291,7 +293,7 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
     let mut has_date = false;
     for (name, value) in head.fields.iter() {
         let bytes = name.as_bytes();
-        if is_hop_by_hop(bytes) || named_in(&named, bytes) {
+        if is_hop_by_hop(bytes) || named_in(&named, bytes) || head.hidden.is_target(name) {
             continue;
         }
         if bytes.eq_ignore_ascii_case(b"content-length")
@@ -475,6 +477,7 @@ mod tests {
                 name: "coldwire",
                 cache_status: Some(CacheStatus::hit(1)),
                 date: &date,
+                hidden: &Targets::default(),
             },
         );
         let text = String::from_utf8(out).unwrap();

@@ -10,7 +10,9 @@
 //! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
 //! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE), `cache_range.rs`
 //! (byte ranges from the cache), `stale.rs` and `revalidator.rs` (RFC 5861:
-//! stale-while-revalidate, stale-if-error), `collapse.rs` (collapsed forwarding).
+//! stale-while-revalidate, stale-if-error), `collapse.rs` (collapsed forwarding),
+//! `interim.rs` (1xx responses passed on), `freshen.rs` (what a response head does to the
+//! store: 304 and HEAD freshening), `invalidate.rs` (invalidation after unsafe methods).
 
 mod access;
 pub mod acl;
@@ -20,7 +22,10 @@ mod client;
 mod collapse;
 pub mod config;
 mod forward;
+mod freshen;
 pub mod head;
+mod interim;
+mod invalidate;
 pub mod policy;
 pub mod pool;
 mod purge;

@@ -1,9 +1,10 @@
-//! Responses from the origin to the client: the head (parsed, interim `1xx` skipped,
-//! rewritten for the client, `Cache-Status`), then the body streamed as it arrives —
-//! Content-Length, chunked (decoded strictly and written again in canonical form: no chunk
-//! extensions, trailer fields only those allowed there and only to a client that sent
-//! `TE: trailers`; decoded, close-delimited, for an HTTP/1.0 client) or close-delimited
-//! (re-chunked for a keep-alive HTTP/1.1 client) — with a copy collected
+//! Responses from the origin to the client: the head (parsed, interim `1xx` passed on by
+//! `interim.rs`, its effect on the store applied by `freshen.rs`, rewritten for the client,
+//! `Cache-Status`), then the body streamed as it arrives — Content-Length, chunked (decoded
+//! strictly and written again in canonical form: no chunk extensions, trailer fields only
+//! those allowed there and only to a client that sent `TE: trailers`; decoded,
+//! close-delimited, for an HTTP/1.0 client) or close-delimited (re-chunked for a keep-alive
+//! HTTP/1.1 client) — with a copy collected
 //! for the cache while it streams (no store-then-forward delay), and back-pressure: the
 //! origin is read again only once the client has taken what was sent.
 //!
@@ -13,12 +14,14 @@
 //! only after a complete, well-framed response with no surplus bytes.
 
 use bytes::Bytes;
-use coldwire_cache::{CacheStatus, Fields, Storability, VaryKey, storability};
+use coldwire_cache::partial::partial_storable;
+use coldwire_cache::{CacheStatus, Fields, Storability, Store, VaryKey, storability_targeted};
 use coldwire_http::{ResponseFraming, Status, Version};
 use coldwire_io::{Buffer, Chunk, Driver, Flush};
 
 use super::config::DataPath;
 use super::forward::write_last_chunk_with_trailers;
+use super::freshen::AfterHead;
 use super::head::{
     ClientFraming, ClientHead, UpstreamResponse, end_to_end, parse_upstream_response,
     write_client_head,
@@ -75,8 +78,12 @@ impl<D: Driver> Worker<D> {
             match self.take_head(client, input) {
                 Err(status) => {
                     self.driver.close(origin.id);
-                    if let Some(exchange) = client.exchange.as_mut() {
+                    let refetch = client.exchange.as_mut().is_some_and(|exchange| {
                         exchange.origin = None;
+                        exchange.cache.refetch
+                    });
+                    if refetch {
+                        return self.refetch_unconditionally(client);
                     }
                     return self.fail_before_response(client, status);
                 }
@@ -142,7 +149,10 @@ impl<D: Driver> Worker<D> {
             .exchange
             .as_ref()
             .is_some_and(|exchange| exchange.head_only);
-        let mut start = 0;
+        let mut start = client
+            .exchange
+            .as_ref()
+            .map_or(0, |exchange| exchange.interim_skip);
         loop {
             let rest = input.get(start..).unwrap_or_default();
             let parsed =
@@ -157,11 +167,18 @@ impl<D: Driver> Worker<D> {
                 if response.status == 101 {
                     return Err(Status::BAD_GATEWAY);
                 }
-                // Interim responses are not forwarded (Expect was answered by the proxy).
+                self.forward_interim(client, &response);
                 start += response.head_len;
+                if let Some(exchange) = client.exchange.as_mut() {
+                    exchange.interim_skip = start;
+                }
                 continue;
             }
-            if response.status >= 500 && self.stale_on_error_available(client) {
+            if self.final_head_arrived(client, &response) == AfterHead::Refetch {
+                // The 304 did not validate the stored response (response_bytes refetches).
+                return Err(Status::BAD_GATEWAY);
+            }
+            if response.status >= 500 && self.stale_on_error_available(client, false) {
                 // stale-if-error: the stored response answers instead (fail_before_response).
                 return Err(Status::from_u16(response.status).unwrap_or(Status::BAD_GATEWAY));
             }
@@ -177,8 +194,8 @@ impl<D: Driver> Worker<D> {
             return;
         };
         let stored_fields = end_to_end(&response.fields);
-        let revalidated = response.status == 304 && exchange.cache.stored.is_some();
-        if revalidated && self.refresh_from_304(client, &stored_fields, &mut output) {
+        let revalidated = response.status == 304 && exchange.cache.freshened;
+        if revalidated && self.refresh_from_304(client, &mut output) {
             output.finish(&mut self.driver);
             if let Some(exchange) = client.exchange.as_mut() {
                 exchange.response = Some(progress(
@@ -203,18 +220,26 @@ impl<D: Driver> Worker<D> {
             if let Some(key) = exchange.cache.key.as_ref() {
                 let method = if exchange.head_only { "HEAD" } else { "GET" };
                 let authorization = exchange.cache.request_fields.get("authorization").is_some();
-                match storability(
+                let announced = match response.framing {
+                    ResponseFraming::Length(length) => Some(length),
+                    _ => None,
+                };
+                match storability_targeted(
                     method,
                     &exchange.cache.request_directives,
                     authorization,
                     response.status,
                     &response.fields,
+                    store.targets(),
                 ) {
+                    // Partial content is stored (and combined) only as RFC 9111 §3.3 allows.
+                    Storability::Store
+                        if response.status == 206
+                            && !partial_storable(&response.fields, announced) =>
+                    {
+                        status.detail = Some("partial");
+                    }
                     Storability::Store => {
-                        let announced = match response.framing {
-                            ResponseFraming::Length(length) => Some(length),
-                            _ => None,
-                        };
                         fill = store
                             .begin_fill(key.clone(), announced)
                             .map(|fill| (fill, stored_fields));
@@ -286,6 +311,10 @@ impl<D: Driver> Worker<D> {
             name: &self.config.name,
             cache_status,
             date: self.date.bytes(),
+            hidden: self
+                .store
+                .as_deref()
+                .map_or(&coldwire_cache::NO_TARGETS, Store::targets),
         };
         write_client_head(output.bytes(&mut self.driver), &head);
         output.finish(&mut self.driver);

@@ -44,7 +44,10 @@ impl RunningProxy {
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
         let access_log = open_access_log(config.access_log.as_deref())?;
-        let store = config.cache.map(|store| Arc::new(Store::new(store)));
+        let targets = config.targets();
+        let store = config
+            .cache
+            .map(|store| Arc::new(Store::new(store).with_targets(targets)));
         let mut stats = Stats::new(config.backend.name(), workers);
         if let Some(store) = &store {
             stats = stats.with_store(store.clone());

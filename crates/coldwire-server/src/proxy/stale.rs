@@ -71,11 +71,17 @@ impl<D: Driver> Worker<D> {
         });
     }
 
-    /// Whether the exchange's stored response may replace an origin failure.
-    pub(super) fn stale_on_error_available(&self, client: &Client) -> bool {
+    /// Whether the exchange's stored response may replace an origin failure: within
+    /// `stale-if-error` (response or request, RFC 5861 §4) for any failure, and — only
+    /// when the origin could not be reached at all (`disconnected`: resolution or connect
+    /// failure, timeout; not an origin's 5xx answer) — within `--serve-stale-on-error`
+    /// (off by default; RFC 9111 §4.2.4 allows a disconnected cache to serve stale).
+    pub(super) fn stale_on_error_available(&self, client: &Client, disconnected: bool) -> bool {
+        let window = self.config.serve_stale_on_error;
         client.exchange.as_ref().is_some_and(|exchange| {
             exchange.cache.stored.as_ref().is_some_and(|stored| {
                 stored.may_serve_on_error(self.wall_clock, &exchange.cache.request_directives)
+                    || (disconnected && stored.may_serve_disconnected(self.wall_clock, window))
             })
         })
     }
@@ -84,9 +90,17 @@ impl<D: Driver> Worker<D> {
     /// response instead when `stale-if-error` allows it (the exchange ends; the caller
     /// has closed or will close the origin connection). False when it does not apply.
     pub(super) fn answer_stale_on_error(&mut self, client: &mut Client, status: Status) -> bool {
-        if !self.stale_on_error_available(client) {
+        // 502/504 here are the proxy's own: the origin was not reached (or timed out). An
+        // origin's 5xx answer reached here only because `stale-if-error` allowed it.
+        let disconnected = matches!(status, Status::BAD_GATEWAY | Status::GATEWAY_TIMEOUT);
+        if !self.stale_on_error_available(client, disconnected) {
             return false;
         }
+        let by_directive = client.exchange.as_ref().is_some_and(|exchange| {
+            exchange.cache.stored.as_ref().is_some_and(|stored| {
+                stored.may_serve_on_error(self.wall_clock, &exchange.cache.request_directives)
+            })
+        });
         let Some(exchange) = client.exchange.take() else {
             return false;
         };
@@ -104,14 +118,21 @@ impl<D: Driver> Worker<D> {
             cache_status.forward_status = Some(status.code());
         }
         cache_status.ttl = Some(stored.ttl(self.wall_clock));
-        cache_status.detail = Some("stale-if-error");
+        cache_status.detail = Some(if by_directive {
+            "stale-if-error"
+        } else {
+            "stale-on-error"
+        });
         let fields = &exchange.cache.request_fields;
         let answer = FromStore {
             stored: &stored,
             version: exchange.version,
             keep_alive,
             head_only: exchange.head_only,
-            not_modified: super::cache_fill::client_not_modified(|name| fields.get(name), &stored),
+            not_modified: super::cache_fill::client_not_modified(
+                |name| fields.values(name).collect(),
+                &stored,
+            ),
             status: cache_status,
             range: coldwire_http::RangeOutcome::Full,
         };

@@ -76,6 +76,15 @@ pub struct CacheWork {
     /// The key was marked hit-for-miss: the request went forward at once, neither leading
     /// nor waiting (`Cache-Status: …; detail=hit-for-miss`).
     pub hit_for_miss: bool,
+    /// An unsafe method's target key: invalidated (with same-origin `Location` /
+    /// `Content-Location`) once the origin answers 2xx or 3xx (RFC 9111 §4.4).
+    pub invalidate: Option<String>,
+    /// A `304` answered the revalidation and `stored` is the freshened copy now in the
+    /// store (RFC 9111 §4.3.4).
+    pub freshened: bool,
+    /// A `304` answered the revalidation without selecting `stored` (another strong
+    /// validator): the request goes again, unconditionally.
+    pub refetch: bool,
 }
 
 /// One request forwarded to an origin.
@@ -117,6 +126,12 @@ pub struct Exchange {
     pub log_cache: &'static str,
     /// Request sent to response head received, for the access log.
     pub upstream_time: Option<std::time::Duration>,
+    /// Bytes at the start of the origin's response already handled as interim (1xx)
+    /// responses (forwarded or dropped), skipped when the head is parsed again.
+    pub interim_skip: usize,
+    /// The client has had a `100 Continue` for this request (the proxy's own, or the
+    /// origin's forwarded): another is not sent.
+    pub continue_sent: bool,
 }
 
 /// A response streaming from the origin to the client.
