@@ -13,6 +13,7 @@ pub mod file_cache;
 pub mod origin;
 pub mod output;
 pub mod proxy;
+pub mod runtime;
 pub mod server;
 pub mod session;
 mod spawn;
@@ -22,7 +23,8 @@ pub mod worker;
 
 pub use config::ServeConfig;
 pub use error::ServerError;
-pub use server::{RunningServer, StopHandle};
+pub use runtime::{Running, RuntimeConfig, Service, StopHandle};
+pub use server::{OriginService, RunningServer};
 pub use stats::{Stats, StatsReport};
 
 /// The `Server` header value.

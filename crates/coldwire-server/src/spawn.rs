@@ -17,7 +17,7 @@ use crate::system;
 pub(crate) type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
 
 /// What one worker thread runs, for whichever driver its backend gives it.
-pub(crate) trait WorkerLoop: Send + 'static {
+pub trait WorkerLoop: Send + 'static {
     /// The thread's name (`coldwire-worker-0`, …).
     fn thread_name(&self) -> String;
     /// The CPU to pin the thread to (modulo the number of CPUs), if any.

@@ -7,6 +7,7 @@ mod cli;
 mod experiment;
 mod proxy;
 mod report;
+mod runtime_args;
 mod serve;
 
 use clap::Parser;

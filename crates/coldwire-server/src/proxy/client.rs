@@ -87,7 +87,7 @@ impl<D: Driver> Worker<D> {
         let session = &client.session;
         if !may_complete && session.phase == Phase::Head {
             let length = session.input.as_ref().map_or(0, Buffer::filled_len);
-            if length > self.config.limits.max_head_bytes {
+            if length > self.config.runtime.limits.max_head_bytes {
                 return self.reject(client, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
             }
             self.driver.recv(client.session.id);
@@ -114,7 +114,7 @@ impl<D: Driver> Worker<D> {
                 self.driver.recycle(input);
                 break;
             }
-            let parsed = parse_request(input.filled(), &self.config.limits);
+            let parsed = parse_request(input.filled(), &self.config.runtime.limits);
             let routed = match parsed {
                 Ok(Parsed::Complete { head, head_len }) => {
                     let routed = self.route(client, &head, &mut output);
@@ -129,7 +129,7 @@ impl<D: Driver> Worker<D> {
                     client.session.input = Some(input);
                     if client.session.phase != Phase::Head {
                         client.session.enter(&mut self.driver, Phase::Head);
-                        let due = self.driver.now() + self.config.header_timeout;
+                        let due = self.driver.now() + self.config.runtime.header_timeout;
                         client.session.set_deadline(&mut self.driver, due);
                     }
                     break;
@@ -379,7 +379,7 @@ impl<D: Driver> Worker<D> {
             }
             self.driver.shutdown_write(client.session.id);
             client.session.enter(&mut self.driver, Phase::Lingering);
-            let due = self.driver.now() + self.config.linger_timeout;
+            let due = self.driver.now() + self.config.runtime.linger_timeout;
             client.session.set_deadline(&mut self.driver, due);
             self.driver.recv(client.session.id);
             return Step::Keep;
@@ -397,7 +397,7 @@ impl<D: Driver> Worker<D> {
         }
         let complete = client.session.input.as_ref().is_some_and(|input| {
             matches!(
-                parse_request(input.filled(), &self.config.limits),
+                parse_request(input.filled(), &self.config.runtime.limits),
                 Ok(Parsed::Complete { .. }) | Err(_)
             )
         });

@@ -238,7 +238,7 @@ impl<D: Driver> Worker<D> {
                 }
                 let now = self.driver.now();
                 let mut session = Session::new(connection, peer, now);
-                session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
+                session.set_deadline(&mut self.driver, now + self.config.runtime.idle_timeout);
                 let client = Box::new(Client {
                     session,
                     denied: !self.config.acl.allows(peer.ip()),
@@ -326,7 +326,7 @@ impl<D: Driver> Worker<D> {
             _ => {
                 if session.survives_deadline(
                     &mut self.driver,
-                    self.config.write_timeout,
+                    self.config.runtime.write_timeout,
                     &mut self.http,
                 ) {
                     Step::Keep
@@ -338,7 +338,7 @@ impl<D: Driver> Worker<D> {
     }
 
     fn start_draining(&mut self) {
-        self.drain_deadline = Some(self.driver.now() + self.config.shutdown_grace);
+        self.drain_deadline = Some(self.driver.now() + self.config.runtime.shutdown_grace);
         if let Some(listener) = self.listener.take() {
             self.driver.close_listener(listener);
         }
@@ -393,7 +393,7 @@ impl<D: Driver> Worker<D> {
 
     /// A client connection's idle deadline after an exchange or tunnel activity.
     pub(super) fn idle_deadline(&self) -> Instant {
-        self.driver.now() + self.config.idle_timeout
+        self.driver.now() + self.config.runtime.idle_timeout
     }
 
     /// The upstream deadline from now.
@@ -403,6 +403,6 @@ impl<D: Driver> Worker<D> {
 
     /// Time allowed for a client to take a response.
     pub(super) fn write_timeout(&self) -> Duration {
-        self.config.write_timeout
+        self.config.runtime.write_timeout
     }
 }
