@@ -19,6 +19,7 @@ pub mod session;
 mod spawn;
 pub mod stats;
 pub mod system;
+pub mod wan;
 pub mod worker;
 
 pub use config::ServeConfig;

@@ -24,6 +24,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// A caching forward proxy (or reverse proxy with --reverse), with CONNECT tunnels.
     Proxy(ProxyArgs),
+    /// A WAN emulator: relays connections to --to with added delay, bandwidth limit and
+    /// loss, each direction.
+    Wan(crate::wan::WanArgs),
     /// Realistic load: open-loop hot clients, cold connections, server cost per request
     /// (no arguments: a built-in scenario against a `coldwire serve` it starts itself).
     Bench(crate::bench::BenchArgs),

@@ -9,6 +9,7 @@ mod proxy;
 mod report;
 mod runtime_args;
 mod serve;
+mod wan;
 
 use clap::Parser;
 
@@ -19,7 +20,10 @@ fn main() -> std::process::ExitCode {
     // subcommands keep the default actions (Ctrl-C ends them).
     let takes_signals = matches!(
         arguments.command,
-        cli::Command::Serve(_) | cli::Command::Proxy(_) | cli::Command::Bench(_)
+        cli::Command::Serve(_)
+            | cli::Command::Proxy(_)
+            | cli::Command::Wan(_)
+            | cli::Command::Bench(_)
     );
     if takes_signals && let Err(error) = coldwire_server::system::block_termination_signals() {
         coldwire_server::console::err(format_args!(
@@ -30,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let result = match arguments.command {
         cli::Command::Serve(serve) => serve::run(serve),
         cli::Command::Proxy(proxy) => proxy::run(proxy),
+        cli::Command::Wan(wan) => wan::run(wan),
         cli::Command::Bench(bench) => bench::run(bench),
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use coldwire_io::{Backend, UringOptions, Waker};
+use coldwire_io::{Backend, DriverConfig, UringOptions, Waker};
 
 use super::config::RuntimeConfig;
 use super::listeners::{bind_admin, bind_workers, open_access_log, worker_driver_config};
@@ -47,6 +47,11 @@ pub trait Service: Send + Sync + 'static {
     /// Checks made before anything is bound (a missing document root, say).
     fn check(&self) -> Result<(), ServerError> {
         Ok(())
+    }
+
+    /// The driver settings of each worker (timer resolution, say), from the runtime's.
+    fn driver_config(&self, config: DriverConfig) -> DriverConfig {
+        config
     }
 
     /// The statistics the stats endpoint shows (a proxy adds its cache's).
@@ -108,11 +113,11 @@ impl<S: Service> Running<S> {
         let access_log = open_access_log(runtime.access_log.as_deref())?;
         let stats = Arc::new(service.stats(Stats::new(runtime.backend.name(), workers)));
         let stop = Arc::new(AtomicBool::new(false));
-        let driver_config = worker_driver_config(
+        let driver_config = service.driver_config(worker_driver_config(
             runtime.max_connections,
             workers,
             runtime.limits.max_head_bytes,
-        );
+        ));
         let uring = UringOptions {
             sqpoll_idle: runtime.sqpoll.then_some(SQPOLL_IDLE),
             ..UringOptions::default()
