@@ -16,6 +16,7 @@ pub mod proxy;
 pub mod runtime;
 pub mod server;
 pub mod session;
+pub mod simulator;
 mod spawn;
 pub mod stats;
 pub mod system;

@@ -24,6 +24,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// A caching forward proxy (or reverse proxy with --reverse), with CONNECT tunnels.
     Proxy(ProxyArgs),
+    /// An origin server simulator (Web Polygraph's server side): generated objects of a
+    /// content mix, with think time.
+    Origin(crate::origin::OriginArgs),
     /// A WAN emulator: relays connections to --to with added delay, bandwidth limit and
     /// loss, each direction.
     Wan(crate::wan::WanArgs),

@@ -5,6 +5,7 @@
 mod bench;
 mod cli;
 mod experiment;
+mod origin;
 mod proxy;
 mod report;
 mod runtime_args;
@@ -23,6 +24,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Serve(_)
             | cli::Command::Proxy(_)
             | cli::Command::Wan(_)
+            | cli::Command::Origin(_)
             | cli::Command::Bench(_)
     );
     if takes_signals && let Err(error) = coldwire_server::system::block_termination_signals() {
@@ -35,6 +37,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Serve(serve) => serve::run(serve),
         cli::Command::Proxy(proxy) => proxy::run(proxy),
         cli::Command::Wan(wan) => wan::run(wan),
+        cli::Command::Origin(origin) => origin::run(origin),
         cli::Command::Bench(bench) => bench::run(bench),
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),
