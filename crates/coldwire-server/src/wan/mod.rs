@@ -4,7 +4,7 @@
 //! the servers ([`WanService`] is a runtime [`Service`]), so it holds thousands of mostly
 //! idle connections at no cost per idle connection.
 //!
-//! [`path`] is the model (what delay a byte gets); [`relay`] the event loop (accept, delayed
+//! [`path`] is the model (what delay a byte gets); `relay` the event loop (accept, delayed
 //! connect, per-direction queues released by the connections' timers).
 
 pub mod path;
