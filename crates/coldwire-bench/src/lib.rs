@@ -27,7 +27,6 @@ pub mod run;
 pub mod saturate;
 pub mod schedule;
 pub mod server_stats;
-pub mod spawn;
 pub mod table;
 pub mod target;
 

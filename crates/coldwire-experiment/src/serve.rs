@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use coldwire_io::Backend;
+use coldwire_process::Process;
 
-use crate::process::ServerProcess;
+use crate::process::{server_error, start_server};
 
 /// How long a starting server gets to print its addresses.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -65,7 +66,7 @@ impl Drop for DocumentRoot {
 /// A running `coldwire serve`.
 pub struct ColdwireServe {
     /// The process (stopped on drop).
-    pub process: ServerProcess,
+    pub process: Process,
     /// Where it serves.
     pub address: SocketAddr,
     /// Its stats endpoint (`http://ADDR/stats`).
@@ -106,9 +107,13 @@ impl ColdwireServe {
         args.push("--root".into());
         args.push(root.display().to_string());
         args.extend(extra.iter().cloned());
-        let mut process = ServerProcess::start(coldwire, &args, cpu)?;
-        let listen = process.wait_for_line("listening on http://", START_TIMEOUT)?;
-        let stats_url = process.wait_for_line("stats on ", START_TIMEOUT)?;
+        let mut process = start_server(coldwire, &args, cpu)?;
+        let listen = process
+            .wait_for_line("listening on http://", START_TIMEOUT)
+            .map_err(server_error)?;
+        let stats_url = process
+            .wait_for_line("stats on ", START_TIMEOUT)
+            .map_err(server_error)?;
         let address = listen
             .parse()
             .with_context(|| format!("coldwire serve printed an unexpected address `{listen}`"))?;
