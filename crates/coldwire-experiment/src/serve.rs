@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -27,14 +26,7 @@ pub struct DocumentRoot {
 impl DocumentRoot {
     /// Writes one file per size into a new directory under the system's temporary directory.
     pub fn create(sizes: &[u64]) -> anyhow::Result<DocumentRoot> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "coldwire-experiment-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create {} (TMPDIR)", path.display()))?;
+        let path = crate::output::scratch_dir("coldwire-experiment")?;
         let root = DocumentRoot { path };
         for &size in sizes {
             let contents: Vec<u8> = (0..size)

@@ -8,7 +8,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -113,14 +112,7 @@ pub(crate) struct WorkDir(PathBuf);
 impl WorkDir {
     fn create(name: &str) -> anyhow::Result<WorkDir> {
         use std::os::unix::fs::PermissionsExt;
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "coldwire-peer-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+        let path = crate::output::scratch_dir(&format!("coldwire-peer-{name}"))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
         Ok(WorkDir(path))
     }

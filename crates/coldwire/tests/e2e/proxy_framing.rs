@@ -69,33 +69,30 @@ fn silent_origin(mut stream: TcpStream, recorded: &Recorded) {
 
 /// An origin that answers `413` (keep-alive) as soon as a request head is complete,
 /// without reading the body, and answers any later head on the connection too.
-fn early_answer_origin(mut stream: TcpStream, recorded: &Recorded) {
-    let bytes = recorded.start_connection();
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut buffer = [0u8; 4096];
-    let mut answered = 0;
-    loop {
-        match stream.read(&mut buffer) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => {
-                let mut seen = bytes.lock().unwrap();
-                seen.extend_from_slice(&buffer[..read]);
-                let heads = seen.windows(4).filter(|w| w == b"\r\n\r\n").count();
-                while answered < heads {
-                    answered += 1;
-                    let answer = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 4\r\n\r\nbig!";
-                    if stream.write_all(answer).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    }
+fn early_answer_origin(stream: TcpStream, recorded: &Recorded) {
+    answer_every_head(
+        stream,
+        recorded,
+        b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 4\r\n\r\nbig!",
+    );
 }
 
 /// An origin that answers every request with a chunked body carrying a chunk extension
 /// and trailer fields, one of them (`Content-Length`) never allowed in a trailer.
-fn chunked_trailer_origin(mut stream: TcpStream, recorded: &Recorded) {
+fn chunked_trailer_origin(stream: TcpStream, recorded: &Recorded) {
+    answer_every_head(
+        stream,
+        recorded,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\
+          Cache-Control: no-store\r\n\r\n\
+          5;ext=\"x\"\r\nhello\r\n6\r\n world\r\n0\r\n\
+          X-Checksum: 42\r\nContent-Length: 99\r\n\r\n",
+    );
+}
+
+/// Records what arrives and writes `answer` once per complete request head (bodies are
+/// never read), until the proxy closes.
+fn answer_every_head(mut stream: TcpStream, recorded: &Recorded, answer: &[u8]) {
     let bytes = recorded.start_connection();
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut buffer = [0u8; 4096];
@@ -109,10 +106,6 @@ fn chunked_trailer_origin(mut stream: TcpStream, recorded: &Recorded) {
                 let heads = seen.windows(4).filter(|w| w == b"\r\n\r\n").count();
                 while answered < heads {
                     answered += 1;
-                    let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\
-                                   Cache-Control: no-store\r\n\r\n\
-                                   5;ext=\"x\"\r\nhello\r\n6\r\n world\r\n0\r\n\
-                                   X-Checksum: 42\r\nContent-Length: 99\r\n\r\n";
                     if stream.write_all(answer).is_err() {
                         return;
                     }
