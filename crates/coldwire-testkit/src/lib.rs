@@ -13,7 +13,7 @@
 //!   and [`spawn_server`] for a test's own one; [`request`] reads what they receive.
 //! * [`client`] — raw sockets: connect, one exchange, reads until close, CONNECT.
 //! * [`response`] — parsing responses ([`Response`], [`header`]).
-//! * [`curl`] — the real `curl`, directly or through a proxy, with SHA-256 of what it got.
+//! * [`mod@curl`] — the real `curl`, directly or through a proxy, with SHA-256 of what it got.
 //! * [`body`] — deterministic bodies and their SHA-256; [`docroot`] — a document root
 //!   with known files.
 //!
