@@ -1,5 +1,5 @@
 //! End-to-end tests of collapsed forwarding in `coldwire proxy` beyond the basic case in
-//! tests/proxy.rs: hit-for-miss (after a response that was not stored, concurrent misses of
+//! the `proxy` module: hit-for-miss (after a response that was not stored, concurrent misses of
 //! the key all reach the origin at once; a later storable response is stored and hit) and
 //! followers on other workers than their leader, and a leader whose streamed body outgrows
 //! what the store takes letting its followers go at once. Every test runs on every I/O

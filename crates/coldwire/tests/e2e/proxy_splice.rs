@@ -145,7 +145,7 @@ fn chunked_and_close_delimited_bodies_are_identical_through_splice(backend: &str
         ("/chunked", &[], true, usize::MAX),
         // A close-delimited answer to a client that closes too: spliced until the end.
         ("/close", &["-H", "Connection: close"], false, usize::MAX),
-        // To a keep-alive client it is re-chunked (copied) instead; tests/proxy.rs covers
+        // To a keep-alive client it is re-chunked (copied) instead; the `proxy` module covers
         // that path, here it only has to coexist.
         ("/close", &[], false, 1 << 20),
     ];

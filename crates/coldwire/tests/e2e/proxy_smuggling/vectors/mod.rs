@@ -368,11 +368,11 @@ pub fn markdown() -> String {
     let vectors = all();
     let mut text = String::from(
         "# Request-smuggling vectors\n\n\
-         What `crates/coldwire/tests/proxy_smuggling.rs` sends to `coldwire proxy` and what \
+         What `crates/coldwire/tests/e2e/proxy_smuggling/` sends to `coldwire proxy` and what \
          must come of it, on every I/O backend, in forward mode (absolute-form targets) and \
          reverse mode (origin-form). Generated from the table in \
-         `crates/coldwire/tests/proxy_smuggling/vectors/`; a test checks that this file \
-         matches it (`SMUGGLING_DOC_WRITE=1 cargo test -p coldwire --test proxy_smuggling docs_list` rewrites it).\n\n\
+         `crates/coldwire/tests/e2e/proxy_smuggling/vectors/`; a test checks that this file \
+         matches it (`SMUGGLING_DOC_WRITE=1 cargo test -p coldwire --test e2e proxy_smuggling::docs_list` rewrites it).\n\n\
          In the bytes, `{T}` is `http://127.0.0.1:PORT` in forward mode and empty in reverse \
          mode, `{H}` the origin's `127.0.0.1:PORT`. Every request the origin receives is in \
          the proxy's normalised form: `METHOD PATH HTTP/1.1`, `Host`, the client's \
