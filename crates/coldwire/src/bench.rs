@@ -14,15 +14,15 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coldwire_bench::report::{BenchReport, MachineInfo, RunReport, ServerInfo};
 use coldwire_bench::saturate::SaturateConfig;
-use coldwire_bench::spawn::SpawnedServer;
 use coldwire_bench::{
-    Arrivals, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan, Progress, Rate,
-    SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
+    Arrivals, BenchError, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan,
+    Progress, Rate, SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
 };
 use coldwire_io::{
     Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
     UringDriver, UringOptions, UringPoller,
 };
+use coldwire_process::{Launch, Process, Stderr, Stdout};
 use coldwire_server::system;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -391,12 +391,19 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     };
     let mut spawned = match &arguments.spawn {
         Some(command) => {
-            let mut server = SpawnedServer::shell(command)?;
+            // Its output goes to the generator's stderr: stdout keeps the results.
+            let mut server = Launch::shell(command)
+                .stdout(Stdout::ToStderr)
+                .stderr(Stderr::Inherit)
+                .spawn()
+                .map_err(BenchError::from)?;
             let address = match load.proxy {
                 Some(proxy) => proxy,
                 None => load.targets[0].resolve()?,
             };
-            server.wait_until_accepting(address, seconds(arguments.spawn_wait, "--spawn-wait")?)?;
+            server
+                .wait_for_port(address, seconds(arguments.spawn_wait, "--spawn-wait")?)
+                .map_err(BenchError::from)?;
             Some(server)
         }
         None => None,
@@ -405,9 +412,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
         system::pin_current_thread(cpu)
             .with_context(|| format!("cannot pin the generator to CPU {cpu}"))?;
     }
-    let pid = arguments
-        .server_pid
-        .or(spawned.as_ref().map(SpawnedServer::pid));
+    let pid = arguments.server_pid.or(spawned.as_ref().map(Process::pid));
     let plan = BenchPlan {
         name: "run".into(),
         phases: vec![PhasePlan {
@@ -431,7 +436,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let result = run_one(backend, load, &plan, &stop, &mut bar);
     bar.finish();
     if let Some(server) = spawned.as_mut() {
-        server.stop(Duration::from_secs(10));
+        server.stop_within(Duration::from_secs(10));
     }
     let run = result?;
     let report = BenchReport {
@@ -460,12 +465,17 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
         .context("cannot write the scenario's files in the temporary directory (TMPDIR)")?;
     let two_cores = system::cpu_count() >= 2;
     let executable = std::env::current_exe().context("cannot find the coldwire executable")?;
-    let mut server = SpawnedServer::program(
-        &executable,
-        &quickstart::serve_arguments(root.path(), two_cores),
-    )?;
-    let listen = server.wait_for_line("listening on http://", Duration::from_secs(10))?;
-    let admin = server.wait_for_line("stats on ", Duration::from_secs(10))?;
+    let mut server = Launch::new(&executable)
+        .args(quickstart::serve_arguments(root.path(), two_cores))
+        .stderr(Stderr::Inherit)
+        .spawn()
+        .map_err(BenchError::from)?;
+    let listen = server
+        .wait_for_line("listening on http://", Duration::from_secs(10))
+        .map_err(BenchError::from)?;
+    let admin = server
+        .wait_for_line("stats on ", Duration::from_secs(10))
+        .map_err(BenchError::from)?;
     let listen: SocketAddr = listen
         .parse()
         .with_context(|| format!("coldwire serve printed an unexpected address `{listen}`"))?;
@@ -515,13 +525,13 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
             Ok(run) => runs.push(run),
             Err(error) => {
                 bar.finish();
-                server.stop(Duration::from_secs(10));
+                server.stop_within(Duration::from_secs(10));
                 return Err(error.context(format!("the {name} run failed")));
             }
         }
     }
     bar.finish();
-    server.stop(Duration::from_secs(10));
+    server.stop_within(Duration::from_secs(10));
     let report = BenchReport {
         schema_version: SCHEMA_VERSION,
         tool: "coldwire-bench",
