@@ -14,9 +14,9 @@ use std::time::{Duration, SystemTime};
 use coldwire_http::parse_http_date;
 
 use crate::cache_control::{CacheControl, DELTA_SECONDS_MAX};
-use crate::fields::Fields;
 use crate::storable::is_heuristically_cacheable;
 use crate::targeted::{NO_TARGETS, Targets};
+use coldwire_http::owned_fields::Fields;
 
 /// Upper bound of a heuristic freshness lifetime.
 pub const HEURISTIC_MAX: Duration = Duration::from_secs(24 * 3600);

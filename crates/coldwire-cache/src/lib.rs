@@ -17,7 +17,6 @@
 //!   ends early is dropped with its fill.
 
 pub mod cache_control;
-pub mod fields;
 pub mod freshness;
 pub mod partial;
 pub mod status;
@@ -30,7 +29,10 @@ pub mod vary;
 mod wakeups;
 
 pub use cache_control::CacheControl;
-pub use fields::Fields;
+/// The owned header type now lives in the HTTP crate (`coldwire_http::owned_fields`); this
+/// re-export keeps code written against `coldwire_cache::Fields` (branches in flight)
+/// compiling during the transition. New code imports it from `coldwire_http`.
+pub use coldwire_http::owned_fields::Fields;
 pub use freshness::{Freshness, age_value, current_age};
 pub use status::{CacheStatus, Forward};
 pub use storable::{Storability, storability, storability_targeted};

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use coldwire_http::{ETag, parse_http_date};
 
-use crate::fields::Fields;
+use coldwire_http::owned_fields::Fields;
 
 /// `Content-Range: bytes first-last/complete` of a single-part `206`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,8 +8,8 @@
 //! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3).
 
 use crate::cache_control::CacheControl;
-use crate::fields::Fields;
 use crate::targeted::{NO_TARGETS, Targets};
+use coldwire_http::owned_fields::Fields;
 
 /// Status codes defined as heuristically cacheable (RFC 9110 §15.1). `206` is among them;
 /// the proxy stores partial content only where it can combine it (see the proxy's docs).

@@ -12,12 +12,12 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 
 use crate::cache_control::CacheControl;
-use crate::fields::Fields;
 use crate::freshness::{Freshness, corrected_initial_age, current_age};
 use crate::partial::Segments;
 use crate::store::OBJECT_OVERHEAD;
 use crate::targeted::{NO_TARGETS, Targets};
 use crate::vary::VaryKey;
+use coldwire_http::owned_fields::Fields;
 
 /// A complete stored response.
 #[derive(Debug)]

@@ -12,7 +12,7 @@
 use coldwire_http::fields::trim_ows;
 
 use crate::cache_control::CacheControl;
-use crate::fields::Fields;
+use coldwire_http::owned_fields::Fields;
 
 /// The targeted fields this cache obeys, highest precedence first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 use coldwire_http::etag::{list_matches, strong_match, weak_match};
 use coldwire_http::{ETag, parse_http_date};
 
-use crate::fields::Fields;
+use coldwire_http::owned_fields::Fields;
 
 /// The validators a message carries.
 #[derive(Clone, Copy)]

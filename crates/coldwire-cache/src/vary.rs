@@ -9,7 +9,7 @@
 //! response stored for `BR,gzip`. An absent field matches only an absent field. `Vary: *`
 //! never matches (and is refused for storage by [`crate::storability`]).
 
-use crate::fields::Fields;
+use coldwire_http::owned_fields::Fields;
 
 /// The selecting fields of one stored response and the values the original request had.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use super::{PartialStored, Store, StoredResponse};
-use crate::fields::Fields;
 use crate::vary::VaryKey;
+use coldwire_http::owned_fields::Fields;
 
 /// A response body being collected for the store while it streams to the client. It
 /// becomes a stored object only through [`Fill::finish`], called once the whole body has

@@ -14,9 +14,9 @@ use std::time::SystemTime;
 use bytes::{Bytes, BytesMut};
 
 use super::{Store, StoredResponse};
-use crate::fields::Fields;
 use crate::partial::{ContentRange, Segments, has_strong_validator, same_strong_validator};
 use crate::vary::VaryKey;
+use coldwire_http::owned_fields::Fields;
 
 /// The key partial content of `key` is kept under (a space never occurs in a URI).
 pub fn partial_key(key: &str) -> String {

@@ -2,9 +2,9 @@
 //! byte budget, `Vary` variants, purges, fills and their limits, 304 refreshes.
 
 use super::*;
-use crate::fields::Fields;
 use crate::vary::VaryKey;
 use bytes::Bytes;
+use coldwire_http::owned_fields::Fields;
 use proptest::prelude::*;
 use std::time::UNIX_EPOCH;
 

@@ -11,8 +11,8 @@ use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use super::{Store, StoredResponse};
-use crate::fields::Fields;
 use crate::validation::{head_matches, select_for_304};
+use coldwire_http::owned_fields::Fields;
 
 /// What a `304` or a `HEAD` response did to the stored responses of a key.
 #[derive(Debug, Default)]

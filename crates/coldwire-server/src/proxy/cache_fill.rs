@@ -4,7 +4,8 @@
 //! the body's shared `Bytes` without a copy), and the `304` refresh.
 
 use coldwire_cache::validation::has_origin_only_preconditions;
-use coldwire_cache::{CacheControl, CacheStatus, Fields, Forward, Lookup, StoredResponse};
+use coldwire_cache::{CacheControl, CacheStatus, Forward, Lookup, StoredResponse};
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{Method, RangeOutcome, RequestHead, Version};
 use coldwire_io::{Chunk, Driver};
 

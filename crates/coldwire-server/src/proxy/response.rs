@@ -15,7 +15,8 @@
 
 use bytes::Bytes;
 use coldwire_cache::partial::partial_storable;
-use coldwire_cache::{CacheStatus, Fields, Storability, Store, VaryKey, storability_targeted};
+use coldwire_cache::{CacheStatus, Storability, Store, VaryKey, storability_targeted};
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{ResponseFraming, Status, Version};
 use coldwire_io::{Buffer, Chunk, Driver, Flush};
 
