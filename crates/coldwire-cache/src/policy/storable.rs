@@ -7,8 +7,8 @@
 //! updates stored responses, §4.3.4) and `1xx` never; `must-understand` stores only codes
 //! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3).
 
-use crate::cache_control::CacheControl;
-use crate::targeted::{NO_TARGETS, Targets};
+use crate::policy::cache_control::CacheControl;
+use crate::policy::targeted::{NO_TARGETS, Targets};
 use coldwire_http::owned_fields::Fields;
 
 /// Status codes defined as heuristically cacheable (RFC 9110 §15.1). `206` is among them;
@@ -107,14 +107,7 @@ pub fn storability_targeted(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fields(pairs: &[(&str, &str)]) -> Fields {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        fields
-    }
+    use crate::test_support::fields;
 
     fn store(pairs: &[(&str, &str)], status: u16) -> Storability {
         storability(
