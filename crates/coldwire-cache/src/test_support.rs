@@ -3,7 +3,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use coldwire_http::owned_fields::Fields;
+
+use crate::policy::vary::VaryKey;
+use crate::stored::StoredResponse;
 
 /// A moment the tests count from (November 2023).
 pub(crate) const T: u64 = 1_700_000_000;
@@ -41,4 +45,16 @@ pub(crate) fn request<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> V
 /// A request without fields.
 pub(crate) fn no_fields(_: &str) -> Vec<&'static [u8]> {
     Vec::new()
+}
+
+/// A `200` fresh for 60 s, received at [`T`], with `body` bytes in memory.
+pub(crate) fn response(body: usize, vary: VaryKey) -> StoredResponse {
+    StoredResponse::new(
+        200,
+        fields(&[("Cache-Control", "max-age=60")]),
+        vec![Bytes::from(vec![7u8; body])],
+        vary,
+        at(T),
+        at(T),
+    )
 }

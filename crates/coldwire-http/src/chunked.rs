@@ -6,7 +6,7 @@
 //! - Body bytes are handed out as sub-slices of the input, never copied.
 //! - Every line ends in CRLF (a bare LF or bare CR is an error: lenient line endings inside
 //!   bodies are a request-smuggling vector). Size lines follow the grammar exactly
-//!   ([`crate::chunk_line`]): chunk extensions are checked, then skipped. Trailer lines must
+//!   (`chunk_line.rs`): chunk extensions are checked, then skipped. Trailer lines must
 //!   be field lines (`token ":" value`); they are kept (see [`ChunkedDecoder::trailers`]) for
 //!   the caller to filter ([`crate::trailers`]). Size lines and the trailer section are
 //!   bounded, and a chunk size that overflows `u64` is an error, so a peer cannot make the

@@ -1,5 +1,5 @@
 //! The trailer section of a chunked message (RFC 9112 §7.1.2, RFC 9110 §6.5): each line is
-//! checked as a field line ([`check_field_line`]), kept by the decoder, and read back with
+//! checked as a field line (`check_field_line`), kept by the decoder, and read back with
 //! [`TrailerFields`]; [`allowed_in_trailers`] says which fields may be forwarded.
 //!
 //! Invariants: a trailer line that is not `token ":" OWS value OWS` (no leading whitespace,

@@ -1,7 +1,7 @@
 //! The fill lock: collapsed forwarding's "one fetch per key" (Squid's collapsed forwarding,
 //! Varnish's waiting list, pingora's cache lock). A [`Claim`] says "I am fetching this key
 //! from the origin"; requests that miss the same key meanwhile *follow* the claim instead
-//! of going to the origin too, and are woken when it is released ([`wakeups`]).
+//! of going to the origin too, and are woken when it is released (`fill_lock/wakeups.rs`).
 //!
 //! Invariants: at most one claim holds a key at a time; claims are numbered from 1, every
 //! number different, so a follower can tell the fetch it waited for from a later one;

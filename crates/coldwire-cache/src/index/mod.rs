@@ -5,7 +5,7 @@
 //! [storage](crate::storage)'s business, which the index tells of every body it drops.
 //!
 //! Invariants:
-//! - Keys are spread over shards by hash, each a `Mutex` over a [`Shard`]; a key always
+//! - Keys are spread over shards by hash, each a `Mutex` over a shard (`index/shard.rs`); a key always
 //!   lives in the same shard, so workers rarely contend, and an operation on one key takes
 //!   one lock.
 //! - A shard's bytes never exceed its share of the budget after an insert or a mark

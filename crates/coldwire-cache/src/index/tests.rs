@@ -5,20 +5,12 @@
 use super::*;
 use crate::policy::vary::VaryKey;
 use crate::storage::{Body, BodyWriter, MemoryStorage};
-use crate::test_support::{T, at, fields, no_fields, request};
-use bytes::Bytes;
+use crate::test_support::{self, T, at, fields, no_fields, request};
 use proptest::prelude::*;
 use std::time::Duration;
 
 fn response(body: usize, vary: VaryKey) -> Arc<StoredResponse> {
-    Arc::new(StoredResponse::new(
-        200,
-        fields(&[("Cache-Control", "max-age=60")]),
-        vec![Bytes::from(vec![7u8; body])],
-        vary,
-        at(T),
-        at(T),
-    ))
+    Arc::new(test_support::response(body, vary))
 }
 
 /// One shard of `capacity` bytes.

@@ -142,26 +142,17 @@ mod tests {
             storability("POST", &request, false, 200, &fields(&[])),
             Storability::No("method")
         );
-        assert_eq!(
+        let authorized = |control| {
             storability(
                 "GET",
                 &request,
                 true,
                 200,
-                &fields(&[("Cache-Control", "max-age=5")])
-            ),
-            Storability::No("authorization")
-        );
-        assert_eq!(
-            storability(
-                "GET",
-                &request,
-                true,
-                200,
-                &fields(&[("Cache-Control", "public")])
-            ),
-            Storability::Store
-        );
+                &fields(&[("Cache-Control", control)]),
+            )
+        };
+        assert_eq!(authorized("max-age=5"), Storability::No("authorization"));
+        assert_eq!(authorized("public"), Storability::Store);
         let no_store = CacheControl::parse([&b"no-store"[..]]);
         assert_eq!(
             storability("GET", &no_store, false, 200, &fields(&[])),

@@ -1,7 +1,7 @@
 //! The [`Store`] the proxy shares between its workers: the [index](crate::index) (metadata,
 //! `Vary` variants, hit-for-miss markers, LRU within a byte budget), the
 //! [fill lock](crate::fill_lock) (collapsed forwarding's claims) and a
-//! [`Storage`](crate::storage::Storage) for bodies (memory today), composed. The policy
+//! [`Storage`] for bodies (memory today), composed. The policy
 //! each operation applies is in [`crate::policy`].
 //!
 //! Invariants:

@@ -5,23 +5,12 @@
 use super::*;
 use crate::policy::vary::VaryKey;
 use crate::storage::{Body, BodyPiece, BodyWriter, FileRange};
-use crate::test_support::{T, at, fields, no_fields, request};
+use crate::test_support::{T, at, fields, no_fields, request, response};
 use bytes::Bytes;
 use std::fs::File;
 use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
-
-fn response(body: usize, vary: VaryKey) -> StoredResponse {
-    StoredResponse::new(
-        200,
-        fields(&[("Cache-Control", "max-age=60")]),
-        vec![Bytes::from(vec![7u8; body])],
-        vary,
-        at(T),
-        at(T),
-    )
-}
 
 fn store(capacity: u64) -> Store {
     Store::new(StoreConfig {
