@@ -52,6 +52,8 @@ pub use policy::hit_for_miss::{HIT_FOR_MISS_DEFAULT, HIT_FOR_MISS_MAX, hit_for_m
 pub use policy::storable::{Storability, storability, storability_targeted};
 pub use policy::targeted::{NO_TARGETS, ResponseDirectives, Targets};
 pub use policy::vary::VaryKey;
-pub use storage::{Body, BodyPiece, FileRange, MemoryStorage, Pieces, Storage, StorageChoice};
+pub use storage::{
+    Body, BodyPiece, BodyWriter, FileRange, MemoryStorage, Pieces, Storage, StorageChoice, Writer,
+};
 pub use store::{Fill, Freshened, PartialStored, Store, StoreConfig, partial_key};
 pub use stored::StoredResponse;

@@ -201,6 +201,7 @@ impl StoredResponse {
 
     /// Bytes charged against the memory budget: the head, the `Vary` key, a fixed
     /// overhead, and the body when it is in memory (partial content: the bytes held).
+    #[inline]
     pub fn size(&self) -> u64 {
         let body = if self.body.is_in_memory() {
             self.body_len

@@ -112,6 +112,7 @@ impl Index {
 
     /// The shard `key` lives in, locked (for updates that must see and change a key's
     /// variants at once).
+    #[inline]
     pub(crate) fn shard(&self, key: &str) -> MutexGuard<'_, Shard> {
         let mut hasher = DefaultHasher::new();
         key.hash(&mut hasher);
@@ -122,32 +123,35 @@ impl Index {
     /// Finds the response stored under `key` that the request (whose fields `request`
     /// returns) selects, most recently stored first, and marks the key recently used;
     /// counted as found or missed.
+    #[inline]
     pub(crate) fn lookup<'r>(&self, key: &str, request: impl Fn(&str) -> Vec<&'r [u8]>) -> Lookup {
         let mut shard = self.shard(key);
-        let found = match shard.touch_variants(key) {
-            // No node, or only a hit-for-miss marker.
-            None | Some([]) => None,
-            Some(variants) => Some(
-                variants
-                    .iter()
-                    .rev()
-                    .find(|variant| variant.vary.matches(&request))
-                    .cloned(),
-            ),
+        let Some(slot) = shard.touch_key(key) else {
+            drop(shard);
+            self.missed.fetch_add(1, Ordering::Relaxed);
+            return Lookup::Miss;
         };
+        let variants = shard.variants_in(slot);
+        if variants.is_empty() {
+            // Only a hit-for-miss marker.
+            drop(shard);
+            self.missed.fetch_add(1, Ordering::Relaxed);
+            return Lookup::Miss;
+        }
+        let found = variants
+            .iter()
+            .rev()
+            .find(|variant| variant.vary.matches(&request))
+            .cloned();
         drop(shard);
         match found {
-            Some(Some(response)) => {
+            Some(response) => {
                 self.found.fetch_add(1, Ordering::Relaxed);
                 Lookup::Found(response)
             }
-            Some(None) => {
-                self.missed.fetch_add(1, Ordering::Relaxed);
-                Lookup::VaryMiss
-            }
             None => {
                 self.missed.fetch_add(1, Ordering::Relaxed);
-                Lookup::Miss
+                Lookup::VaryMiss
             }
         }
     }

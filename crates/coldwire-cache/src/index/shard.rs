@@ -85,12 +85,18 @@ impl Shard {
         }
     }
 
-    /// The variants stored under `key`, oldest first, marking the key recently used;
-    /// `None` when the key has no node at all (an empty slice: only a hit-for-miss marker).
-    pub(crate) fn touch_variants(&mut self, key: &str) -> Option<&[Arc<StoredResponse>]> {
+    /// The slot of `key`'s node, marked recently used.
+    #[inline]
+    pub(crate) fn touch_key(&mut self, key: &str) -> Option<usize> {
         let &slot = self.index.get(key)?;
         self.touch(slot);
-        Some(&self.nodes[slot].variants)
+        Some(slot)
+    }
+
+    /// The variants in `slot`, oldest first (empty: only a hit-for-miss marker).
+    #[inline]
+    pub(crate) fn variants_in(&self, slot: usize) -> &[Arc<StoredResponse>] {
+        &self.nodes[slot].variants
     }
 
     /// The variants stored under `key`, oldest first, without touching it.

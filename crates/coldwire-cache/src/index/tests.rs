@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::policy::vary::VaryKey;
-use crate::storage::{Body, BodyWriter, MemoryStorage};
+use crate::storage::{Body, MemoryStorage, Writer};
 use crate::test_support::{self, T, at, fields, no_fields, request};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -134,7 +134,7 @@ impl Storage for Recording {
         "recording"
     }
 
-    fn writer(&self, key: &str, announced: Option<u64>) -> Option<Box<dyn BodyWriter>> {
+    fn writer(&self, key: &str, announced: Option<u64>) -> Option<Writer> {
         MemoryStorage.writer(key, announced)
     }
 

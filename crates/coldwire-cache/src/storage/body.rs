@@ -47,6 +47,7 @@ pub enum BodyPiece {
 
 impl BodyPiece {
     /// Bytes this piece puts on the wire.
+    #[inline]
     pub fn len(&self) -> u64 {
         match self {
             BodyPiece::Shared(bytes) => bytes.len() as u64,
@@ -102,6 +103,7 @@ impl Body {
     }
 
     /// Every piece, as stored (empty pieces included).
+    #[inline]
     pub fn pieces(&self) -> Pieces<'_> {
         self.cut(None)
     }
@@ -112,17 +114,19 @@ impl Body {
         self.cut(Some((first, last)))
     }
 
+    #[inline]
     fn cut(&self, range: Option<(u64, u64)>) -> Pieces<'_> {
-        let (memory, file) = match self {
-            Body::Memory(pieces) => (pieces.iter(), None),
-            Body::File(file) => ([].iter(), Some(file)),
+        let cut = match (self, range) {
+            (Body::Memory(pieces), None) => Cut::Whole(pieces.iter()),
+            (Body::Memory(pieces), Some((first, last))) => Cut::Range {
+                pieces: pieces.iter(),
+                offset: 0,
+                first,
+                last,
+            },
+            (Body::File(file), range) => Cut::File(Some(file), range),
         };
-        Pieces {
-            memory,
-            file,
-            offset: 0,
-            range,
-        }
+        Pieces { cut }
     }
 
     /// Whether both describe the same stored bytes (a freshened copy shares its original's
@@ -147,54 +151,80 @@ impl Body {
 
 /// The pieces of a body, or of a byte range of it (see [`Body::pieces`], [`Body::range`]);
 /// the default is no piece at all.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Pieces<'a> {
-    memory: std::slice::Iter<'a, Bytes>,
-    file: Option<&'a FileRange>,
-    /// Offset in the body of the next memory piece.
-    offset: u64,
-    /// First and last byte wanted (inclusive); `None` for the whole body.
-    range: Option<(u64, u64)>,
+    cut: Cut<'a>,
+}
+
+/// What is left to hand out.
+#[derive(Clone, Debug)]
+enum Cut<'a> {
+    /// Every memory piece as stored (a hit's usual case: nothing to compute).
+    Whole(std::slice::Iter<'a, Bytes>),
+    /// Memory pieces cut to bytes `first..=last`; `offset` is where the next piece starts.
+    Range {
+        pieces: std::slice::Iter<'a, Bytes>,
+        offset: u64,
+        first: u64,
+        last: u64,
+    },
+    /// A file range (taken once), whole or cut to `first..=last`.
+    File(Option<&'a FileRange>, Option<(u64, u64)>),
+}
+
+impl Default for Pieces<'_> {
+    fn default() -> Self {
+        Pieces {
+            cut: Cut::Whole([].iter()),
+        }
+    }
 }
 
 impl Iterator for Pieces<'_> {
     type Item = BodyPiece;
 
+    #[inline]
     fn next(&mut self) -> Option<BodyPiece> {
-        if let Some(file) = self.file.take() {
-            let Some((first, last)) = self.range else {
-                return Some(BodyPiece::File(file.clone()));
-            };
-            if first >= file.length || first > last {
-                return None;
+        match &mut self.cut {
+            Cut::Whole(pieces) => pieces.next().map(|piece| BodyPiece::Shared(piece.clone())),
+            Cut::Range {
+                pieces,
+                offset,
+                first,
+                last,
+            } => loop {
+                let piece = pieces.next()?;
+                let piece_start = *offset;
+                let piece_end = piece_start + piece.len() as u64;
+                *offset = piece_end;
+                if piece_start > *last {
+                    return None;
+                }
+                if piece_end <= *first {
+                    continue;
+                }
+                let from = first.saturating_sub(piece_start);
+                let to = (*last + 1).min(piece_end) - piece_start;
+                let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
+                    continue;
+                };
+                return Some(BodyPiece::Shared(piece.slice(from..to)));
+            },
+            Cut::File(file, range) => {
+                let file = file.take()?;
+                let Some((first, last)) = *range else {
+                    return Some(BodyPiece::File(file.clone()));
+                };
+                if first >= file.length || first > last {
+                    return None;
+                }
+                let last = last.min(file.length - 1);
+                Some(BodyPiece::File(FileRange {
+                    file: file.file.clone(),
+                    offset: file.offset + first,
+                    length: last - first + 1,
+                }))
             }
-            let last = last.min(file.length - 1);
-            return Some(BodyPiece::File(FileRange {
-                file: file.file.clone(),
-                offset: file.offset + first,
-                length: last - first + 1,
-            }));
-        }
-        loop {
-            let piece = self.memory.next()?;
-            let Some((first, last)) = self.range else {
-                return Some(BodyPiece::Shared(piece.clone()));
-            };
-            let piece_start = self.offset;
-            let piece_end = piece_start + piece.len() as u64;
-            self.offset = piece_end;
-            if piece_start > last {
-                return None;
-            }
-            if piece_end <= first {
-                continue;
-            }
-            let from = first.saturating_sub(piece_start);
-            let to = (last + 1).min(piece_end) - piece_start;
-            let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
-                continue;
-            };
-            return Some(BodyPiece::Shared(piece.slice(from..to)));
         }
     }
 }

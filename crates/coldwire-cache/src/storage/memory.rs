@@ -8,26 +8,30 @@
 
 use bytes::Bytes;
 
-use super::{Body, BodyWriter, Storage};
+use super::{Body, Storage, Writer};
 
 /// Bodies in memory (see the module docs).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryStorage;
 
-/// A body being collected in memory: the pieces as they arrived.
+/// A body being collected in memory: the pieces as they arrived (see [`Writer::Memory`]).
 #[derive(Debug, Default)]
 pub struct MemoryWriter {
     pieces: Vec<Bytes>,
 }
 
-impl BodyWriter for MemoryWriter {
-    fn push(&mut self, piece: Bytes) -> bool {
+impl MemoryWriter {
+    /// Appends the next piece; memory always takes it.
+    #[inline]
+    pub fn push(&mut self, piece: Bytes) -> bool {
         self.pieces.push(piece);
         true
     }
 
-    fn finish(self: Box<Self>) -> Option<Body> {
-        Some(Body::Memory(self.pieces))
+    /// The body, in the pieces collected.
+    #[inline]
+    pub fn finish(self) -> Body {
+        Body::Memory(self.pieces)
     }
 }
 
@@ -36,8 +40,8 @@ impl Storage for MemoryStorage {
         "memory"
     }
 
-    fn writer(&self, _key: &str, _announced: Option<u64>) -> Option<Box<dyn BodyWriter>> {
-        Some(Box::new(MemoryWriter::default()))
+    fn writer(&self, _key: &str, _announced: Option<u64>) -> Option<Writer> {
+        Some(Writer::Memory(MemoryWriter::default()))
     }
 
     /// A body in memory is kept as it is (no copy).

@@ -9,8 +9,9 @@
 //! are shaped differently:
 //!
 //! - **Write** (per stored miss, through a [`dyn Storage`](Storage)): [`Storage::writer`]
-//!   starts a body as the response streams; the proxy's fill pushes each piece as it
-//!   arrives ([`BodyWriter::push`]); [`BodyWriter::finish`] is called only once the whole
+//!   starts a body as the response streams — a [`Writer`]: in memory, or the storage's
+//!   own [`BodyWriter`] — the proxy's fill pushes each piece as it arrives
+//!   ([`BodyWriter::push`]), and [`BodyWriter::finish`] is called only once the whole
 //!   body has arrived and returns the [`Body`] to index. A writer dropped without
 //!   `finish` (the response ended early or grew too large) must leave nothing behind.
 //!   [`Storage::adopt`] takes a body already complete in memory (a background
@@ -38,7 +39,7 @@
 //! # Adding a storage (issue 15: a disk store)
 //!
 //! One new file, `storage/disk.rs`, with a type implementing [`Storage`] and its
-//! [`BodyWriter`], and one registration: a variant of [`StorageChoice`] and its arm in
+//! [`BodyWriter`] (handed out as [`Writer::Storage`]), and one registration: a variant of [`StorageChoice`] and its arm in
 //! [`StorageChoice::open`]. Nothing in the index, the fill lock, the policy or the proxy's
 //! hit path changes. (The CLI flag that selects it, `--cache-dir`, is the CLI's.) What a
 //! disk store must guarantee besides the contract above:
@@ -59,14 +60,16 @@
 //!   copy is written, or decline (`None`) when it cannot keep up.
 //! - **A memory tier in front.** It lives inside the disk store: its writer keeps a body
 //!   in memory (`Body::Memory`, charged to the memory budget) as well as writing it to
-//!   disk, and later bodies it hands out as `Body::File`.
+//!   disk; bodies it has only on disk it hands out as `Body::File`.
 //!
 //! # Why `dyn Storage`, not a type parameter
 //!
 //! The [`Store`](crate::Store) holds a `Box<dyn Storage>` chosen at start-up. A hit never
 //! calls it (the [`Body`] form is closed and read directly), so dynamic dispatch costs
-//! nothing there; a stored miss pays one boxed writer and a virtual call per 16 KiB piece,
-//! which is noise beside the copy of those bytes. A type parameter would instead thread
+//! nothing there. A stored miss pays one virtual call to start its writer; collecting in
+//! memory is then the built-in [`Writer::Memory`] (no box, no virtual call per piece), and
+//! another storage's writer costs one box and a virtual call per 16 KiB piece, noise
+//! beside the copy of those bytes. A type parameter would instead thread
 //! `S` through the store, every fill and claim, and the whole proxy worker — already
 //! monomorphised once per I/O driver — doubling its code for each storage, for no gain.
 
@@ -89,7 +92,7 @@ pub trait Storage: Send + Sync {
     /// Starts the body of a response to be stored under `key`, whose length is `announced`
     /// when known. `None` when the storage cannot take it now (full, failing): the response
     /// then passes uncached.
-    fn writer(&self, key: &str, announced: Option<u64>) -> Option<Box<dyn BodyWriter>>;
+    fn writer(&self, key: &str, announced: Option<u64>) -> Option<Writer>;
 
     /// Takes a body already complete (in memory) for `key`: returns the handle to index,
     /// or `None` when it cannot be kept. The default writes it through [`Storage::writer`];
@@ -120,8 +123,41 @@ pub trait Storage: Send + Sync {
     }
 }
 
-/// A body being written as its response streams in (see [`Storage::writer`]). Dropping it
-/// without [`BodyWriter::finish`] abandons the body and frees what it took.
+/// A body being written as its response streams in, as [`Storage::writer`] returns it:
+/// collected in memory (built in, like [`Body::Memory`]: no box, no virtual call per
+/// piece), or by a storage's own [`BodyWriter`]. Dropping it without [`Writer::finish`]
+/// abandons the body and frees what it took.
+#[derive(Debug)]
+pub enum Writer {
+    /// The pieces collected in memory, as they arrived.
+    Memory(MemoryWriter),
+    /// A storage's own writer (e.g. a disk store's, writing as the pieces come).
+    Storage(Box<dyn BodyWriter>),
+}
+
+impl Writer {
+    /// Appends the next piece of the body. False when the storage cannot take it (the fill
+    /// is then dropped and the response passes uncached).
+    #[inline]
+    pub fn push(&mut self, piece: Bytes) -> bool {
+        match self {
+            Writer::Memory(writer) => writer.push(piece),
+            Writer::Storage(writer) => writer.push(piece),
+        }
+    }
+
+    /// The whole body has arrived: returns its handle, or `None` if it could not be kept.
+    #[inline]
+    pub fn finish(self) -> Option<Body> {
+        match self {
+            Writer::Memory(writer) => Some(writer.finish()),
+            Writer::Storage(writer) => writer.finish(),
+        }
+    }
+}
+
+/// A storage's own body writer (see [`Writer::Storage`]). Dropping it without
+/// [`BodyWriter::finish`] abandons the body and frees what it took.
 pub trait BodyWriter: Send + std::fmt::Debug {
     /// Appends the next piece of the body. False when the storage cannot take it (the fill
     /// is then dropped and the response passes uncached).

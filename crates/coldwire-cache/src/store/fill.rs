@@ -2,6 +2,7 @@
 //! written into the storage piece by piece and indexed only once complete
 //! ([`Fill::finish`]); a `206`'s pieces are collected in memory for the partial store.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -9,7 +10,7 @@ use coldwire_http::owned_fields::Fields;
 
 use super::{PartialStored, Store, StoredResponse};
 use crate::policy::vary::VaryKey;
-use crate::storage::{Body, BodyWriter, MemoryWriter};
+use crate::storage::{Body, MemoryWriter, Writer};
 
 /// A response body being collected for the store while it streams to the client. It
 /// becomes a stored object only through [`Fill::finish`], called once the whole body has
@@ -21,7 +22,7 @@ pub struct Fill {
     key: String,
     status: u16,
     /// Where the body goes; `None` once the fill is over its limit or refused.
-    writer: Option<Box<dyn BodyWriter>>,
+    writer: Option<Writer>,
     length: u64,
     limit: u64,
 }
@@ -37,7 +38,7 @@ impl Store {
             return None;
         }
         let writer = if status == 206 {
-            Box::new(MemoryWriter::default())
+            Writer::Memory(MemoryWriter::default())
         } else {
             self.storage.writer(&key, announced)?
         };
@@ -115,6 +116,6 @@ impl Fill {
         }
         let response =
             StoredResponse::new_targeted(self.status, fields, body, vary, times, store.targets());
-        store.insert_kept(&self.key, response)
+        store.insert_kept(&self.key, Arc::new(response))
     }
 }

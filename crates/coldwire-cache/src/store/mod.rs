@@ -123,6 +123,7 @@ impl Store {
 
     /// Finds the response stored under `key` that the request (whose fields `request`
     /// returns) selects, most recently stored first, and marks the URI recently used.
+    #[inline]
     pub fn lookup<'r>(&self, key: &str, request: impl Fn(&str) -> Vec<&'r [u8]>) -> Lookup {
         self.index.lookup(key, request)
     }
@@ -149,13 +150,14 @@ impl Store {
             };
             response.body = body;
         }
-        self.index_fitting(key, response);
+        self.index_fitting(key, Arc::new(response));
         true
     }
 
     /// Indexes a response whose body the storage already keeps (a finished [`Fill`]); one
     /// that does not fit is refused and its body handed back to the storage.
-    fn insert_kept(&self, key: &str, response: StoredResponse) -> bool {
+    #[inline]
+    fn insert_kept(&self, key: &str, response: Arc<StoredResponse>) -> bool {
         if !self.fits(key, &response) {
             self.storage.remove(key, &response.body);
             return false;
@@ -165,9 +167,10 @@ impl Store {
     }
 
     /// Indexes a response already checked to fit.
-    fn index_fitting(&self, key: &str, response: StoredResponse) {
+    #[inline]
+    fn index_fitting(&self, key: &str, response: Arc<StoredResponse>) {
         self.forget_storage_evictions();
-        self.index.insert(key, Arc::new(response), &*self.storage);
+        self.index.insert(key, response, &*self.storage);
     }
 
     /// Drops the keys the storage asked the index to forget.

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::policy::vary::VaryKey;
-use crate::storage::{Body, BodyPiece, BodyWriter, FileRange};
+use crate::storage::{Body, BodyPiece, BodyWriter, FileRange, Writer};
 use crate::test_support::{T, at, fields, no_fields, request, response};
 use bytes::Bytes;
 use std::fs::File;
@@ -160,11 +160,11 @@ impl Storage for &'static FileStorage {
         "file"
     }
 
-    fn writer(&self, _key: &str, _announced: Option<u64>) -> Option<Box<dyn BodyWriter>> {
-        Some(Box::new(Appending {
+    fn writer(&self, _key: &str, _announced: Option<u64>) -> Option<Writer> {
+        Some(Writer::Storage(Box::new(Appending {
             storage: self,
             written: Vec::new(),
-        }))
+        })))
     }
 
     fn remove(&self, key: &str, body: &Body) {
