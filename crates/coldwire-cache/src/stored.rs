@@ -199,6 +199,22 @@ impl StoredResponse {
         }
     }
 
+    /// A copy whose body is kept as `body` instead (the same bytes elsewhere: a storage
+    /// spilled it from memory to disk); everything else is the same.
+    pub fn with_body(&self, body: Body) -> StoredResponse {
+        StoredResponse {
+            status: self.status,
+            fields: self.fields.clone(),
+            body,
+            body_len: self.body_len,
+            vary: self.vary.clone(),
+            response_time: self.response_time,
+            initial_age: self.initial_age,
+            freshness: self.freshness,
+            segments: self.segments.clone(),
+        }
+    }
+
     /// Bytes charged against the memory budget: the head, the `Vary` key, a fixed
     /// overhead, and the body when it is in memory (partial content: the bytes held).
     #[inline]

@@ -6,9 +6,10 @@
 //! Invariants: `bytes` is the sum of the nodes' `size`, and a node's `size` the sum of its
 //! variants' [`StoredResponse::size`] plus the key's length for each, plus a marker's
 //! charge; after an insert or a mark returns, `bytes` is within the capacity passed in
-//! (least recently used keys are evicted first); every variant that leaves the shard is
-//! handed to [`Storage::remove`], except one whose body the variant replacing it shares (a
-//! freshened copy).
+//! (least recently used keys are evicted first, unless the storage keeps their bodies
+//! elsewhere: [`Storage::spill`]); every variant that leaves the shard is handed to
+//! [`Storage::remove`], except one whose body the variant replacing it shares (a freshened
+//! copy).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -167,14 +168,44 @@ impl Shard {
         slot
     }
 
-    /// Evicts least recently used keys until the shard is within `capacity`; returns the
-    /// objects evicted.
+    /// Evicts least recently used keys until the shard is within `capacity`, unless the
+    /// storage keeps their bodies elsewhere ([`Storage::spill`]: the key then stays, its
+    /// bodies out of memory); returns the objects evicted.
     fn evict_to(&mut self, capacity: u64, storage: &dyn Storage) -> u64 {
         let mut evicted = 0;
+        let mut slot = self.tail;
+        while self.bytes > capacity && slot != NONE {
+            let prev = self.nodes[slot].prev;
+            if !self.spill(slot, storage) {
+                evicted += self.remove_slot(slot, storage);
+            }
+            slot = prev;
+        }
+        // Spilling alone did not make room (what is left is metadata): evict as usual.
         while self.bytes > capacity && self.tail != NONE {
             evicted += self.remove_slot(self.tail, storage);
         }
         evicted
+    }
+
+    /// Offers `slot`'s bodies in memory to the storage to keep elsewhere; true when it took
+    /// any (their charge is then off the budget).
+    fn spill(&mut self, slot: usize, storage: &dyn Storage) -> bool {
+        let node = &mut self.nodes[slot];
+        let mut freed = 0;
+        for variant in &mut node.variants {
+            if variant.segments.is_some() || !variant.body.is_in_memory() {
+                continue;
+            }
+            if let Some(body) = storage.spill(&node.key, &variant.body) {
+                let spilled = Arc::new(variant.with_body(body));
+                freed += variant.size() - spilled.size();
+                *variant = spilled;
+            }
+        }
+        node.size -= freed;
+        self.bytes -= freed;
+        freed > 0
     }
 
     /// Takes `slot`'s hit-for-miss marker off (and its charge); false when it had none.

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::policy::vary::VaryKey;
-use crate::storage::{Body, BodyPiece, BodyWriter, FileRange, Writer};
+use crate::storage::{Body, BodyPiece, BodyWriter, FileRange, MemoryWriter, Writer};
 use crate::test_support::{T, at, fields, no_fields, request, response};
 use bytes::Bytes;
 use std::fs::File;
@@ -119,6 +119,9 @@ fn refresh_merges_a_304_and_shares_the_body() {
 /// it to forget keys on demand.
 #[derive(Debug)]
 struct FileStorage {
+    /// Bodies go to memory first and to the file only when the index spills them (a
+    /// memory tier in front of the file).
+    tiered: bool,
     file: std::sync::Arc<File>,
     end: Mutex<u64>,
     removed: Mutex<Vec<String>>,
@@ -126,8 +129,9 @@ struct FileStorage {
 }
 
 impl FileStorage {
-    fn new() -> FileStorage {
+    fn new(tiered: bool) -> FileStorage {
         FileStorage {
+            tiered,
             file: std::sync::Arc::new(tempfile::tempfile().expect("a temporary file")),
             end: Mutex::new(0),
             removed: Mutex::default(),
@@ -161,15 +165,37 @@ impl Storage for &'static FileStorage {
     }
 
     fn writer(&self, _key: &str, _announced: Option<u64>) -> Option<Writer> {
+        if self.tiered {
+            return Some(Writer::Memory(MemoryWriter::default()));
+        }
         Some(Writer::Storage(Box::new(Appending {
             storage: self,
             written: Vec::new(),
         })))
     }
 
+    fn adopt(&self, key: &str, body: Body) -> Option<Body> {
+        if self.tiered {
+            return Some(body);
+        }
+        let mut writer = self.writer(key, None)?;
+        for piece in body.memory()? {
+            writer.push(piece.clone());
+        }
+        writer.finish()
+    }
+
     fn remove(&self, key: &str, body: &Body) {
-        assert!(!body.is_in_memory(), "only its own bodies come back");
+        assert!(
+            self.tiered || !body.is_in_memory(),
+            "only its own bodies come back"
+        );
         self.removed.lock().unwrap().push(key.to_owned());
+    }
+
+    fn spill(&self, _key: &str, body: &Body) -> Option<Body> {
+        let pieces = body.memory()?;
+        self.tiered.then(|| self.append(&pieces.concat()))
     }
 
     fn take_evictions(&self, into: &mut Vec<String>) {
@@ -190,7 +216,7 @@ impl BodyWriter for Appending<'static> {
 
 #[test]
 fn a_storage_plugs_in_and_hits_get_file_ranges() {
-    let storage: &'static FileStorage = Box::leak(Box::new(FileStorage::new()));
+    let storage: &'static FileStorage = Box::leak(Box::new(FileStorage::new(false)));
     let config = StoreConfig {
         capacity: 1 << 20,
         max_object: 10_000,
@@ -227,4 +253,42 @@ fn a_storage_plugs_in_and_hits_get_file_ranges() {
     assert!(fill.push(Bytes::from_static(b"ab")));
     assert!(fill.finish(&store, piece, VaryKey::default(), at(T), at(T)));
     assert!(store.lookup_partial("p", no_fields).is_some());
+}
+
+#[test]
+fn bodies_a_storage_keeps_elsewhere_are_spilled_not_evicted() {
+    let storage: &'static FileStorage = Box::leak(Box::new(FileStorage::new(true)));
+    let one = response(1000, VaryKey::default()).size() + 1;
+    let config = StoreConfig {
+        capacity: one * 2,
+        max_object: 10_000,
+        shards: 1,
+    };
+    let store = Store::with_storage(config, Box::new(storage));
+    for key in ["a", "b", "c"] {
+        assert!(store.insert(key, response(1000, VaryKey::default())));
+    }
+    // The least recently used went to the file, until the rest fit; none went away.
+    let counters = store.counters();
+    assert_eq!((counters.objects, counters.evicted), (3, 0));
+    assert!(counters.bytes <= one * 2);
+    let in_memory = |key| match store.lookup(key, no_fields) {
+        Lookup::Found(hit) => {
+            assert_eq!(hit.body_len, 1000);
+            hit.body.is_in_memory()
+        }
+        other => panic!("{key}: {other:?}"),
+    };
+    assert_eq!(
+        [in_memory("a"), in_memory("b"), in_memory("c")],
+        [false, false, true]
+    );
+    match store.lookup("a", no_fields) {
+        Lookup::Found(hit) => match hit.body.pieces().collect::<Vec<_>>().as_slice() {
+            [BodyPiece::File(range)] => assert_eq!((range.offset, range.length), (0, 1000)),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    assert!(storage.removed.lock().unwrap().is_empty());
 }
