@@ -116,11 +116,6 @@ impl Store {
         self.config
     }
 
-    /// The storage bodies are kept in.
-    pub fn storage(&self) -> &dyn Storage {
-        &*self.storage
-    }
-
     /// Finds the response stored under `key` that the request (whose fields `request`
     /// returns) selects, most recently stored first, and marks the URI recently used.
     #[inline]
@@ -211,11 +206,6 @@ impl Store {
     /// `true` is counted in [`StoreCounters::hit_for_miss`].
     pub fn is_hit_for_miss(&self, key: &str, now: SystemTime) -> bool {
         self.index.is_hit_for_miss(key, now, &*self.storage)
-    }
-
-    /// The fill lock: collapsed forwarding's claims, shared by every worker.
-    pub fn fill_lock(&self) -> &Arc<FillLock> {
-        &self.fill_lock
     }
 
     /// Claims `key` for one fetch from the origin; `None` when someone already holds it
