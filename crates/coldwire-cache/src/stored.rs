@@ -1,23 +1,25 @@
-//! [`StoredResponse`]: one complete response as the store keeps it — status, end-to-end
-//! fields, the body's shared `Bytes`, the `Vary` key it was selected by, and its freshness
-//! facts — with the age and freshness questions asked of it, and the copies made when a
-//! `304` or a `HEAD` response freshens it (RFC 9111 §4.3.4, §4.3.5).
+//! [`StoredResponse`]: one complete response as the index keeps it — status, end-to-end
+//! fields, the [`Body`] handle (where the storage keeps its bytes), the `Vary` key it was
+//! selected by, and its freshness facts — with the age and freshness questions asked of
+//! it, and the copies made when a `304` or a `HEAD` response freshens it (RFC 9111 §4.3.4,
+//! §4.3.5).
 //!
-//! Invariants: immutable once built (the store shares it as an `Arc`; freshening makes a
+//! Invariants: immutable once built (the index shares it as an `Arc`; freshening makes a
 //! new one that shares the body); a freshened copy takes its age from the message that
-//! freshened it, never from the stored `Date`/`Age`, and keeps the stored framing fields.
+//! freshened it, never from the stored `Date`/`Age`, and keeps the stored framing fields;
+//! it is charged against the memory budget for its head, its key and the body bytes it
+//! keeps in memory.
 
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
+use coldwire_http::owned_fields::Fields;
 
-use crate::cache_control::CacheControl;
-use crate::fields::Fields;
-use crate::freshness::{Freshness, corrected_initial_age, current_age};
-use crate::partial::Segments;
-use crate::store::OBJECT_OVERHEAD;
-use crate::targeted::{NO_TARGETS, Targets};
-use crate::vary::VaryKey;
+use crate::index::{OBJECT_OVERHEAD, Segments};
+use crate::policy::cache_control::CacheControl;
+use crate::policy::freshness::{Freshness, corrected_initial_age, current_age};
+use crate::policy::targeted::{NO_TARGETS, Targets};
+use crate::policy::vary::VaryKey;
+use crate::storage::Body;
 
 /// A complete stored response.
 #[derive(Debug)]
@@ -26,8 +28,8 @@ pub struct StoredResponse {
     pub status: u16,
     /// End-to-end header fields as received (hop-by-hop fields already removed).
     pub fields: Fields,
-    /// The body, in the pieces it arrived in.
-    pub body: Vec<Bytes>,
+    /// The body: in memory (the pieces it arrived in), or where a storage keeps it.
+    pub body: Body,
     /// Body length.
     pub body_len: u64,
     /// The request fields this response was selected by.
@@ -49,7 +51,7 @@ impl StoredResponse {
     pub fn new(
         status: u16,
         fields: Fields,
-        body: Vec<Bytes>,
+        body: impl Into<Body>,
         vary: VaryKey,
         request_time: SystemTime,
         response_time: SystemTime,
@@ -64,13 +66,14 @@ impl StoredResponse {
     pub fn new_targeted(
         status: u16,
         fields: Fields,
-        body: Vec<Bytes>,
+        body: impl Into<Body>,
         vary: VaryKey,
         times: (SystemTime, SystemTime),
         targets: &Targets,
     ) -> StoredResponse {
         let (request_time, response_time) = times;
-        let body_len = body.iter().map(|piece| piece.len() as u64).sum();
+        let body = body.into();
+        let body_len = body.len();
         StoredResponse {
             initial_age: corrected_initial_age(&fields, request_time, response_time),
             freshness: Freshness::of_targeted(status, &fields, response_time, targets),
@@ -94,7 +97,7 @@ impl StoredResponse {
         targets: &Targets,
     ) -> StoredResponse {
         let mut response =
-            StoredResponse::new_targeted(206, fields, Vec::new(), vary, times, targets);
+            StoredResponse::new_targeted(206, fields, Body::default(), vary, times, targets);
         response.body_len = segments.held();
         response.segments = Some(segments);
         response
@@ -196,23 +199,41 @@ impl StoredResponse {
         }
     }
 
-    /// Bytes charged against the budget.
+    /// A copy whose body is kept as `body` instead (the same bytes elsewhere: a storage
+    /// spilled it from memory to disk); everything else is the same.
+    pub fn with_body(&self, body: Body) -> StoredResponse {
+        StoredResponse {
+            status: self.status,
+            fields: self.fields.clone(),
+            body,
+            body_len: self.body_len,
+            vary: self.vary.clone(),
+            response_time: self.response_time,
+            initial_age: self.initial_age,
+            freshness: self.freshness,
+            segments: self.segments.clone(),
+        }
+    }
+
+    /// Bytes charged against the memory budget: the head, the `Vary` key, a fixed
+    /// overhead, and the body when it is in memory (partial content: the bytes held).
+    #[inline]
     pub fn size(&self) -> u64 {
-        self.body_len + self.fields.wire_len() as u64 + self.vary.size() as u64 + OBJECT_OVERHEAD
+        let body = if self.body.is_in_memory() {
+            self.body_len
+        } else {
+            0
+        };
+        body + self.fields.wire_len() as u64 + self.vary.size() as u64 + OBJECT_OVERHEAD
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{T, at};
+    use bytes::Bytes;
     use coldwire_http::format_http_date;
-    use std::time::UNIX_EPOCH;
-
-    fn at(seconds: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(seconds)
-    }
-
-    const T: u64 = 1_700_000_000;
 
     fn date(seconds: u64) -> Vec<u8> {
         format_http_date(at(seconds)).to_vec()

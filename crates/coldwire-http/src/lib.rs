@@ -34,6 +34,7 @@ pub mod framing;
 pub mod limits;
 pub mod method;
 pub mod mime;
+pub mod owned_fields;
 pub mod path;
 pub mod prebuilt;
 pub mod range;

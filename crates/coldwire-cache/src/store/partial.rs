@@ -13,10 +13,12 @@ use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
 
+use coldwire_http::owned_fields::Fields;
+
 use super::{Store, StoredResponse};
-use crate::fields::Fields;
-use crate::partial::{ContentRange, Segments, has_strong_validator, same_strong_validator};
-use crate::vary::VaryKey;
+use crate::index::Segments;
+use crate::policy::partial::{ContentRange, combines, has_strong_validator};
+use crate::policy::vary::VaryKey;
 
 /// The key partial content of `key` is kept under (a space never occurs in a URI).
 pub fn partial_key(key: &str) -> String {
@@ -58,11 +60,14 @@ impl Store {
         let held = self.partial_variant(&partial_key, &vary);
         let mut segments = match held {
             Some(held)
-                if held
-                    .segments
-                    .as_ref()
-                    .is_some_and(|segments| segments.complete_len() == range.complete)
-                    && same_strong_validator(&held.fields, &fields) =>
+                if held.segments.as_ref().is_some_and(|segments| {
+                    combines(
+                        &held.fields,
+                        segments.complete_len(),
+                        &fields,
+                        range.complete,
+                    )
+                }) =>
             {
                 held.segments
                     .clone()
@@ -98,22 +103,13 @@ impl Store {
         key: &str,
         request: impl Fn(&str) -> Vec<&'r [u8]>,
     ) -> Option<Arc<StoredResponse>> {
-        let partial_key = partial_key(key);
-        let shard = self.shard(&partial_key);
-        let &slot = shard.index.get(&partial_key)?;
-        shard.nodes[slot]
-            .variants
-            .iter()
-            .rev()
-            .find(|variant| variant.vary.matches(&request))
-            .cloned()
+        self.index.select(&partial_key(key), request)
     }
 
     fn partial_variant(&self, partial_key: &str, vary: &VaryKey) -> Option<Arc<StoredResponse>> {
-        let shard = self.shard(partial_key);
-        let &slot = shard.index.get(partial_key)?;
-        shard.nodes[slot]
-            .variants
+        self.index
+            .shard(partial_key)
+            .variants(partial_key)
             .iter()
             .find(|variant| variant.vary == *vary)
             .cloned()
@@ -135,7 +131,8 @@ fn join(body: Vec<Bytes>) -> Bytes {
 mod tests {
     use super::*;
     use crate::store::{Lookup, StoreConfig};
-    use std::time::{Duration, UNIX_EPOCH};
+    use crate::test_support::{T, at, no_fields};
+    use std::time::UNIX_EPOCH;
 
     fn piece(range: &str, etag: &str) -> Fields {
         let mut fields = Fields::new();
@@ -145,15 +142,10 @@ mod tests {
         fields
     }
 
-    fn no_fields(_: &str) -> Vec<&'static [u8]> {
-        Vec::new()
-    }
-
     const NOW: (SystemTime, SystemTime) = (UNIX_EPOCH, UNIX_EPOCH);
 
     fn times() -> (SystemTime, SystemTime) {
-        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        (now, now)
+        (at(T), at(T))
     }
 
     #[test]
@@ -192,7 +184,7 @@ mod tests {
         match store.lookup("k", no_fields) {
             Lookup::Found(found) => {
                 assert_eq!(found.status, 200);
-                assert_eq!(found.body.concat(), b"0123456789");
+                assert_eq!(found.body.memory().unwrap().concat(), b"0123456789");
                 assert!(found.fields.get("content-range").is_none());
             }
             other => panic!("{other:?}"),

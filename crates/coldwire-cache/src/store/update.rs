@@ -2,17 +2,17 @@
 //! updates the stored responses its validators select, a `200` answering `HEAD` updates
 //! the stored `GET` responses it matches and makes the others stale.
 //!
-//! Invariants: selection follows [`crate::validation`]; every updated copy goes through the
+//! Invariants: selection follows [`crate::policy::validation`]; every updated copy goes through the
 //! shard's insert (replacing the variant with the same `Vary` key, charged against the
 //! budget, evicting as any insert does); a copy that no longer fits is not stored.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
+use coldwire_http::owned_fields::Fields;
+
 use super::{Store, StoredResponse};
-use crate::fields::Fields;
-use crate::validation::{head_matches, select_for_304};
+use crate::policy::validation::{head_matches, select_for_304};
 
 /// What a `304` or a `HEAD` response did to the stored responses of a key.
 #[derive(Debug, Default)]
@@ -38,13 +38,9 @@ impl Store {
         not_modified: &Fields,
         times: (SystemTime, SystemTime),
     ) -> Freshened {
-        let capacity = self.shard_capacity();
-        let mut shard = self.shard(key);
-        let mut candidates = shard
-            .index
-            .get(key)
-            .map(|&slot| shard.nodes[slot].variants.clone())
-            .unwrap_or_default();
+        let capacity = self.index.shard_capacity();
+        let mut shard = self.index.shard(key);
+        let mut candidates = shard.variants(key).to_vec();
         let asked_index = asked.map(|asked| {
             candidates
                 .iter()
@@ -68,12 +64,12 @@ impl Store {
                 result.asked = Some(refreshed.clone());
             }
             if self.fits(key, &refreshed) {
-                evicted += shard.insert(key.to_owned(), refreshed, capacity);
+                evicted += shard.insert(key.to_owned(), refreshed, capacity, &*self.storage);
                 result.updated += 1;
             }
         }
         drop(shard);
-        self.count_updates(result.updated, evicted);
+        self.index.count_updates(result.updated, evicted);
         result
     }
 
@@ -89,15 +85,13 @@ impl Store {
         update: &Fields,
         times: (SystemTime, SystemTime),
     ) -> Freshened {
-        let capacity = self.shard_capacity();
-        let mut shard = self.shard(key);
+        let capacity = self.index.shard_capacity();
+        let mut shard = self.index.shard(key);
         let candidates: Vec<Arc<StoredResponse>> = shard
-            .index
-            .get(key)
-            .map(|&slot| shard.nodes[slot].variants.clone())
-            .unwrap_or_default()
-            .into_iter()
+            .variants(key)
+            .iter()
             .filter(|candidate| candidate.vary.matches(&request))
+            .cloned()
             .collect();
         let mut result = Freshened::default();
         let mut evicted = 0;
@@ -110,7 +104,7 @@ impl Store {
             };
             let copy = Arc::new(copy);
             if self.fits(key, &copy) {
-                evicted += shard.insert(key.to_owned(), copy, capacity);
+                evicted += shard.insert(key.to_owned(), copy, capacity, &*self.storage);
                 if matches {
                     result.updated += 1;
                 } else {
@@ -119,54 +113,25 @@ impl Store {
             }
         }
         drop(shard);
-        self.count_updates(result.updated + result.made_stale, evicted);
+        self.index
+            .count_updates(result.updated + result.made_stale, evicted);
         result
-    }
-
-    fn fits(&self, key: &str, response: &StoredResponse) -> bool {
-        response.body_len <= self.config.max_object
-            && response.size() + key.len() as u64 <= self.shard_capacity()
-    }
-
-    fn count_updates(&self, stored: usize, evicted: u64) {
-        self.stored.fetch_add(stored as u64, Ordering::Relaxed);
-        self.evicted.fetch_add(evicted, Ordering::Relaxed);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache_control::CacheControl;
+    use crate::policy::cache_control::CacheControl;
+    use crate::policy::vary::VaryKey;
     use crate::store::{Lookup, StoreConfig};
-    use crate::vary::VaryKey;
+    use crate::test_support::{T, at, fields, request};
     use bytes::Bytes;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    const T: u64 = 1_700_000_000;
-
-    fn at(seconds: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(seconds)
-    }
-
-    fn fields(pairs: &[(&str, &str)]) -> Fields {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        fields
-    }
 
     fn vary_on_language(language: &'static str) -> VaryKey {
         VaryKey::new(
             &fields(&[("Vary", "Accept-Language")]),
-            move |name: &str| {
-                if name == "accept-language" {
-                    vec![language.as_bytes()]
-                } else {
-                    Vec::new()
-                }
-            },
+            request(&[("Accept-Language", language)]),
         )
     }
 
@@ -184,13 +149,7 @@ mod tests {
     }
 
     fn found(store: &Store, language: &'static str) -> Arc<StoredResponse> {
-        match store.lookup("k", |name: &str| {
-            if name == "accept-language" {
-                vec![language.as_bytes()]
-            } else {
-                Vec::new()
-            }
-        }) {
+        match store.lookup("k", request(&[("Accept-Language", language)])) {
             Lookup::Found(found) => found,
             other => panic!("{other:?}"),
         }

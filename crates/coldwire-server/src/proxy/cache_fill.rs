@@ -1,14 +1,17 @@
 //! The cache on the request path: the key of a request, the lookup (fresh hit answered at
 //! once, client conditionals included; stale or `--revalidate-always` entries revalidated
 //! with the stored validators), answering from a stored response (`Age`, `Cache-Status`,
-//! the body's shared `Bytes` without a copy), and the `304` refresh.
+//! the body's shared `Bytes` or file range without a copy), and the `304` refresh.
 
-use coldwire_cache::validation::has_origin_only_preconditions;
-use coldwire_cache::{CacheControl, CacheStatus, Fields, Forward, Lookup, StoredResponse};
+use coldwire_cache::policy::validation::has_origin_only_preconditions;
+use coldwire_cache::{
+    BodyPiece, CacheControl, CacheStatus, Forward, Lookup, Pieces, StoredResponse,
+};
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{Method, RangeOutcome, RequestHead, Version};
 use coldwire_io::{Chunk, Driver};
 
-use super::cache_range::{add_content_range, range_for, slice_body};
+use super::cache_range::{add_content_range, range_for};
 use super::client::{Destination, Routed};
 use super::collapse::Collapse;
 use super::head::{ClientFraming, ClientHead, write_client_head};
@@ -23,7 +26,20 @@ pub(super) fn client_not_modified<'a>(
     values: impl Fn(&str) -> Vec<&'a [u8]>,
     stored: &StoredResponse,
 ) -> bool {
-    coldwire_cache::validation::client_not_modified(values, stored.status, &stored.fields)
+    coldwire_cache::policy::validation::client_not_modified(values, stored.status, &stored.fields)
+}
+
+/// A stored body's piece as the driver sends it: shared bytes, or a file range
+/// (`sendfile`), neither copied.
+fn chunk(piece: BodyPiece) -> Chunk {
+    match piece {
+        BodyPiece::Shared(bytes) => Chunk::Shared(bytes),
+        BodyPiece::File(range) => Chunk::File {
+            file: range.file,
+            offset: range.offset,
+            length: range.length,
+        },
+    }
 }
 
 /// The cache key of a request: `http://authority/path?query`, the authority lowercased.
@@ -267,23 +283,18 @@ impl<D: Driver> Worker<D> {
         write_client_head(out, &head);
         add_content_range(out, range, stored.body_len);
         let mut body_bytes = 0;
-        let sliced;
-        let body = match range {
-            RangeOutcome::Full => &stored.body,
+        let pieces = match range {
+            _ if answer.not_modified || answer.head_only => Pieces::default(),
+            RangeOutcome::Full => stored.body.pieces(),
             RangeOutcome::Partial {
                 start,
                 end_inclusive,
-            } => {
-                sliced = slice_body(&stored.body, start, end_inclusive);
-                &sliced
-            }
-            RangeOutcome::Unsatisfiable => &Vec::new(),
+            } => stored.body.range(start, end_inclusive),
+            RangeOutcome::Unsatisfiable => Pieces::default(),
         };
-        if !answer.not_modified && !answer.head_only {
-            for piece in body {
-                body_bytes += piece.len() as u64;
-                output.chunk(&mut self.driver, Chunk::Shared(piece.clone()));
-            }
+        for piece in pieces {
+            body_bytes += piece.len();
+            output.chunk(&mut self.driver, chunk(piece));
         }
         self.http.count_response(status);
         self.http.body_bytes += body_bytes;

@@ -13,7 +13,6 @@
 //! from it ([`Worker::answer_from_partial`]); any other goes to the origin, and so does one
 //! with `If-None-Match` / `If-Modified-Since`.
 
-use bytes::Bytes;
 use coldwire_cache::{CacheControl, CacheStatus, StoredResponse};
 use coldwire_http::range::{write_content_range, write_unsatisfied_content_range};
 use coldwire_http::{
@@ -120,27 +119,6 @@ pub(super) fn range_for(head: &RequestHead<'_>, stored: &StoredResponse) -> Rang
     coldwire_http::evaluate_request_range(head, &validators, stored.body_len)
 }
 
-/// The pieces of `body` covering bytes `start..=end_inclusive` (shared, not copied).
-pub(super) fn slice_body(body: &[Bytes], start: u64, end_inclusive: u64) -> Vec<Bytes> {
-    let mut pieces = Vec::new();
-    let mut offset = 0u64;
-    for piece in body {
-        let piece_start = offset;
-        let piece_end = offset + piece.len() as u64;
-        offset = piece_end;
-        if piece_end <= start || piece_start > end_inclusive {
-            continue;
-        }
-        let from = start.saturating_sub(piece_start);
-        let to = (end_inclusive + 1).min(piece_end) - piece_start;
-        let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
-            continue;
-        };
-        pieces.push(piece.slice(from..to));
-    }
-    pieces
-}
-
 /// Inserts `Content-Range` into a complete response head written at the end of `out`
 /// (before its final empty line).
 pub(super) fn add_content_range(out: &mut Vec<u8>, range: RangeOutcome, complete_len: u64) {
@@ -162,16 +140,6 @@ pub(super) fn add_content_range(out: &mut Vec<u8>, range: RangeOutcome, complete
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slices_span_pieces_without_copying() {
-        let body = vec![Bytes::from_static(b"abcd"), Bytes::from_static(b"efgh")];
-        let joined = |pieces: Vec<Bytes>| pieces.concat();
-        assert_eq!(joined(slice_body(&body, 2, 5)), b"cdef");
-        assert_eq!(joined(slice_body(&body, 0, 7)), b"abcdefgh");
-        assert_eq!(joined(slice_body(&body, 4, 4)), b"e");
-        assert_eq!(joined(slice_body(&body, 7, 7)), b"h");
-    }
 
     #[test]
     fn content_range_goes_before_the_empty_line() {

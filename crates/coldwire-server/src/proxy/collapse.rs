@@ -42,8 +42,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use coldwire_cache::{CacheControl, Claim, Fields, Freshness, hit_for_miss_lifetime};
+use coldwire_cache::{CacheControl, Claim, Freshness, hit_for_miss_lifetime};
 use coldwire_http::RequestHead;
+use coldwire_http::owned_fields::Fields;
 use coldwire_io::{ConnectionId, Driver};
 
 use super::state::Client;

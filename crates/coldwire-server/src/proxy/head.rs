@@ -13,8 +13,9 @@
 //! ([`connection_names_framing`]) rather than forwarded without it. Every field value
 //! written comes from a parsed (validated) head, so no CR or LF can be injected.
 
-use coldwire_cache::{CacheStatus, Fields, StoredResponse, Targets};
+use coldwire_cache::{CacheStatus, StoredResponse, Targets};
 use coldwire_http::fields::comma_list;
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{
     BodyFraming, HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version,
     connection_header, format_http_date, parse_response_head_with,

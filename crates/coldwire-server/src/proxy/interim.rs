@@ -9,6 +9,7 @@
 //! proxy never forwards `Upgrade`, so a 101 is an origin error (502, `response.rs`).
 
 use coldwire_http::Version;
+use coldwire_http::owned_fields::Fields;
 use coldwire_io::Driver;
 
 use super::head::{UpstreamResponse, end_to_end};
@@ -46,12 +47,7 @@ impl<D: Driver> Worker<D> {
 }
 
 /// `HTTP/1.1 1xx Reason` and the end-to-end fields (`fields` has hop-by-hop ones removed).
-pub(super) fn write_interim_head(
-    out: &mut Vec<u8>,
-    status: u16,
-    reason: &str,
-    fields: &coldwire_cache::Fields,
-) {
+pub(super) fn write_interim_head(out: &mut Vec<u8>, status: u16, reason: &str, fields: &Fields) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
     out.push(b' ');
@@ -99,7 +95,7 @@ mod tests {
             b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
         );
         let mut out = Vec::new();
-        write_interim_head(&mut out, 102, "", &coldwire_cache::Fields::new());
+        write_interim_head(&mut out, 102, "", &Fields::new());
         assert_eq!(out, b"HTTP/1.1 102 Processing\r\n\r\n");
     }
 }

@@ -8,7 +8,8 @@
 //! wipe other sites' entries); keys are built exactly as `cache_fill::cache_key` builds
 //! them (`http://` + lower-cased authority + path and query).
 
-use coldwire_cache::{Fields, Store};
+use coldwire_cache::Store;
+use coldwire_http::owned_fields::Fields;
 
 /// Removes what is stored for `key` (the unsafe request's target) and for the same-origin
 /// URIs its response's `Location` / `Content-Location` name.

@@ -14,8 +14,9 @@
 //! only after a complete, well-framed response with no surplus bytes.
 
 use bytes::Bytes;
-use coldwire_cache::partial::partial_storable;
-use coldwire_cache::{CacheStatus, Fields, Storability, Store, VaryKey, storability_targeted};
+use coldwire_cache::policy::partial::partial_storable;
+use coldwire_cache::{CacheStatus, Storability, Store, VaryKey, storability_targeted};
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{ResponseFraming, Status, Version};
 use coldwire_io::{Buffer, Chunk, Driver, Flush};
 
@@ -241,7 +242,7 @@ impl<D: Driver> Worker<D> {
                     }
                     Storability::Store => {
                         fill = store
-                            .begin_fill(key.clone(), announced)
+                            .begin_fill(key.clone(), response.status, announced)
                             .map(|fill| (fill, stored_fields));
                         status.stored = fill.is_some();
                         if fill.is_none() {
@@ -460,14 +461,7 @@ impl<D: Driver> Worker<D> {
             let vary = VaryKey::new(&fields, |name: &str| {
                 request_fields.values(name).collect::<Vec<_>>()
             });
-            stored = fill.finish(
-                store,
-                progress.status,
-                fields,
-                vary,
-                exchange.request_time,
-                self.wall_clock,
-            );
+            stored = fill.finish(store, fields, vary, exchange.request_time, self.wall_clock);
         }
         if !stored && let Some(claim) = exchange.cache.claim {
             // The body outgrew what may be stored while it streamed, or the store refused it.

@@ -17,8 +17,9 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, SystemTime};
 
 use coldwire_cache::{
-    CacheControl, Claim, Fields, Storability, Store, StoredResponse, VaryKey, storability_targeted,
+    CacheControl, Claim, Storability, Store, StoredResponse, VaryKey, storability_targeted,
 };
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{ChunkedDecoder, ResponseFraming};
 
 use super::head::{UpstreamResponse, end_to_end, parse_upstream_response};

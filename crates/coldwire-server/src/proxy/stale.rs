@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use coldwire_cache::{CacheStatus, Fields, Forward, StoredResponse};
+use coldwire_cache::{CacheStatus, Forward, StoredResponse};
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{RequestHead, Status};
 use coldwire_io::Driver;
 

@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use coldwire_cache::{CacheControl, Fields, Fill, Forward, StoredResponse};
+use coldwire_cache::{CacheControl, Fill, Forward, StoredResponse};
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{ChunkedDecoder, ResponseFraming, Version};
 use coldwire_io::ConnectionId;
 

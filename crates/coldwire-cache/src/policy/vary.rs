@@ -9,7 +9,7 @@
 //! response stored for `BR,gzip`. An absent field matches only an absent field. `Vary: *`
 //! never matches (and is refused for storage by [`crate::storability`]).
 
-use crate::fields::Fields;
+use coldwire_http::owned_fields::Fields;
 
 /// The selecting fields of one stored response and the values the original request had.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -140,16 +140,7 @@ fn tighten(member: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Vec<&'a [u8]> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .filter(|(field, _)| field.eq_ignore_ascii_case(name))
-                .map(|(_, value)| value.as_bytes())
-                .collect()
-        }
-    }
+    use crate::test_support::request;
 
     #[test]
     fn same_values_match_and_different_ones_do_not() {

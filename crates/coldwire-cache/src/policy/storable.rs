@@ -7,9 +7,9 @@
 //! updates stored responses, §4.3.4) and `1xx` never; `must-understand` stores only codes
 //! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3).
 
-use crate::cache_control::CacheControl;
-use crate::fields::Fields;
-use crate::targeted::{NO_TARGETS, Targets};
+use crate::policy::cache_control::CacheControl;
+use crate::policy::targeted::{NO_TARGETS, Targets};
+use coldwire_http::owned_fields::Fields;
 
 /// Status codes defined as heuristically cacheable (RFC 9110 §15.1). `206` is among them;
 /// the proxy stores partial content only where it can combine it (see the proxy's docs).
@@ -107,14 +107,7 @@ pub fn storability_targeted(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fields(pairs: &[(&str, &str)]) -> Fields {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        fields
-    }
+    use crate::test_support::fields;
 
     fn store(pairs: &[(&str, &str)], status: u16) -> Storability {
         storability(
@@ -149,26 +142,17 @@ mod tests {
             storability("POST", &request, false, 200, &fields(&[])),
             Storability::No("method")
         );
-        assert_eq!(
+        let authorized = |control| {
             storability(
                 "GET",
                 &request,
                 true,
                 200,
-                &fields(&[("Cache-Control", "max-age=5")])
-            ),
-            Storability::No("authorization")
-        );
-        assert_eq!(
-            storability(
-                "GET",
-                &request,
-                true,
-                200,
-                &fields(&[("Cache-Control", "public")])
-            ),
-            Storability::Store
-        );
+                &fields(&[("Cache-Control", control)]),
+            )
+        };
+        assert_eq!(authorized("max-age=5"), Storability::No("authorization"));
+        assert_eq!(authorized("public"), Storability::Store);
         let no_store = CacheControl::parse([&b"no-store"[..]]);
         assert_eq!(
             storability("GET", &no_store, false, 200, &fields(&[])),

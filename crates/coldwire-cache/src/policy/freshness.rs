@@ -1,6 +1,6 @@
 //! For how long a stored response is fresh ([`Freshness`], RFC 9111 §4.2.1–4.2.2) and how
 //! old it is ([`current_age`], §4.2.3). What may be stored at all is in
-//! [`crate::storable`].
+//! [`crate::policy::storable`].
 //!
 //! Invariants: every time is passed in by the caller; clock skew never makes an age
 //! negative (ages saturate at 0); the heuristic lifetime (10 % of the time since
@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime};
 
 use coldwire_http::parse_http_date;
 
-use crate::cache_control::{CacheControl, DELTA_SECONDS_MAX};
-use crate::fields::Fields;
-use crate::storable::is_heuristically_cacheable;
-use crate::targeted::{NO_TARGETS, Targets};
+use crate::policy::cache_control::{CacheControl, DELTA_SECONDS_MAX};
+use crate::policy::storable::is_heuristically_cacheable;
+use crate::policy::targeted::{NO_TARGETS, Targets};
+use coldwire_http::owned_fields::Fields;
 
 /// Upper bound of a heuristic freshness lifetime.
 pub const HEURISTIC_MAX: Duration = Duration::from_secs(24 * 3600);
@@ -209,27 +209,13 @@ pub fn current_age(initial_age: Duration, response_time: SystemTime, now: System
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{T, at, fields};
     use coldwire_http::format_http_date;
     use proptest::prelude::*;
-    use std::time::UNIX_EPOCH;
-
-    fn at(seconds: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(seconds)
-    }
-
-    fn fields(pairs: &[(&str, &str)]) -> Fields {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        fields
-    }
 
     fn date(seconds: u64) -> String {
         String::from_utf8(format_http_date(at(seconds)).to_vec()).unwrap()
     }
-
-    const T: u64 = 1_700_000_000;
 
     #[test]
     fn s_maxage_beats_max_age_beats_expires() {

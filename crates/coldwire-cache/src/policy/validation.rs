@@ -13,7 +13,7 @@
 use coldwire_http::etag::{list_matches, strong_match, weak_match};
 use coldwire_http::{ETag, parse_http_date};
 
-use crate::fields::Fields;
+use coldwire_http::owned_fields::Fields;
 
 /// The validators a message carries.
 #[derive(Clone, Copy)]
@@ -171,17 +171,7 @@ pub fn has_origin_only_preconditions<'r>(values: impl Fn(&str) -> Vec<&'r [u8]>)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fields(pairs: &[(&str, &str)]) -> Fields {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        fields
-    }
-
-    const MONDAY: &str = "Mon, 02 Nov 2026 00:00:00 GMT";
-    const TUESDAY: &str = "Tue, 03 Nov 2026 00:00:00 GMT";
+    use crate::test_support::{MONDAY, TUESDAY, fields, request};
 
     #[test]
     fn rfc9111_4_3_4_a_strong_etag_selects_every_response_with_it() {
@@ -259,16 +249,6 @@ mod tests {
             10,
             &fields(&[("ETag", "\"a\"")])
         ));
-    }
-
-    fn request<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Vec<&'a [u8]> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .filter(|(field, _)| field.eq_ignore_ascii_case(name))
-                .map(|(_, value)| value.as_bytes())
-                .collect()
-        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! worker then takes the released numbers and re-routes the followers parked on them.
 //!
 //! Invariants: a number is delivered to a worker at most once per registration of that
-//! worker as a waiter (see `Store::follow`); mailboxes only grow between a wake and the
+//! worker as a waiter (see `FillLock::follow`); mailboxes only grow between a wake and the
 //! worker's next `take`, so they stay as small as the number of claims released meanwhile.
 //! Without coldwire's I/O crate (this crate must not depend on it): a wake is any closure.
 

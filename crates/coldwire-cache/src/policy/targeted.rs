@@ -11,8 +11,8 @@
 
 use coldwire_http::fields::trim_ows;
 
-use crate::cache_control::CacheControl;
-use crate::fields::Fields;
+use crate::policy::cache_control::CacheControl;
+use coldwire_http::owned_fields::Fields;
 
 /// The targeted fields this cache obeys, highest precedence first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -150,14 +150,7 @@ fn is_bare_item(item: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fields(pairs: &[(&str, &str)]) -> Fields {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        fields
-    }
+    use crate::test_support::fields;
 
     fn coldwire_then_cdn() -> Targets {
         Targets::new(["Coldwire-Cache-Control", "CDN-Cache-Control"])

@@ -1,10 +1,18 @@
-//! `Fields`: an owned, ordered list of header fields (name, value) as a cache keeps them
-//! for a stored response. Names keep their received spelling; lookups ignore ASCII case.
-//! Values are raw bytes, never re-encoded, so a stored head is replayed as received.
+//! [`Fields`]: an owned, ordered list of header fields (name, value), for heads that outlive
+//! the buffer they were parsed from — a response head as a cache keeps it, an origin's head
+//! the proxy rewrites, a request's fields kept for `Vary`. Names keep their received
+//! spelling; lookups ignore ASCII case. Values are raw bytes, never re-encoded, so a stored
+//! head is replayed as received. (The borrowed view of a request head is
+//! [`crate::Headers`].)
+//!
+//! Invariants: names and values each live in one buffer (a head of twenty fields is three
+//! allocations, not forty); removing a field packs the rest again, so a head refreshed over
+//! and over does not grow; the framing fields never change through
+//! [`Fields::update_from`] (RFC 9111 §3.2).
 
 use std::ops::Range;
 
-use coldwire_http::fields::comma_list;
+use crate::fields::comma_list;
 
 /// Header fields in order; repeated names appear repeatedly. All names share one string and
 /// all values one byte buffer (a head of twenty fields is three allocations, not forty).
