@@ -9,12 +9,12 @@ use std::fmt;
 use std::io;
 use std::str::FromStr;
 
-use crate::epoll::EpollPoller;
-use crate::poll::PollPoller;
 use crate::poller::Poller;
-use crate::select::SelectPoller;
+use crate::poller::epoll::EpollPoller;
+use crate::poller::poll::PollPoller;
+use crate::poller::select::SelectPoller;
+use crate::poller::uring_poll::UringPoller;
 use crate::uring::{Needs, probe as probe_uring};
-use crate::uring_poll::UringPoller;
 
 /// An event mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::buffer_pool::Buffer;
-use crate::counters::LoopCounters;
-use crate::waker::Waker;
+use crate::core::counters::LoopCounters;
+use crate::core::waker::Waker;
+use crate::pools::buffer_pool::Buffer;
 
 /// A connection's identity inside one driver: its slot in the slot table (dense, lowest
 /// free reused first) and the slot's generation, so a completion meant for a closed

@@ -16,12 +16,12 @@ use super::driver::{
     ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, is_current, set_blocking,
 };
 use super::output::bytes_acknowledged;
-use crate::buffer_pool::Buffer;
-use crate::completions::next_current;
-use crate::counters::LoopCounters;
+use crate::core::completions::next_current;
+use crate::core::counters::LoopCounters;
+use crate::core::waker::Waker;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
+use crate::pools::buffer_pool::Buffer;
 use crate::sys;
-use crate::waker::Waker;
 
 impl Driver for UringDriver {
     fn backend_name(&self) -> &'static str {

@@ -16,9 +16,9 @@
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 
-use crate::buffer_pool::Buffer;
+use crate::core::timer_wheel::TimerHandle;
 use crate::driver::Chunk;
-use crate::timer_wheel::TimerHandle;
+use crate::pools::buffer_pool::Buffer;
 
 /// What an operation was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub struct SendState {
     /// length). A piece the socket took only in part is sent on from here, not read again.
     pub buffered: Option<(u64, u64)>,
     /// The pipe file pieces are spliced through, held while the connection sends a file.
-    pub pipe: Option<crate::pipe_pool::Pipe>,
+    pub pipe: Option<crate::pools::pipe_pool::Pipe>,
 }
 
 // SAFETY: the raw pointers in `iovecs` and `message` point into this box and into output

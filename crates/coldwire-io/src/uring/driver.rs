@@ -47,16 +47,16 @@ use super::connection::{
 use super::output;
 use super::ring::{Ring, RingOptions};
 use super::splice::Splices;
-use crate::buffer_pool::{Buffer, BufferPool};
-use crate::completions::until_earliest;
-use crate::counters::LoopCounters;
+use crate::core::completions::until_earliest;
+use crate::core::counters::LoopCounters;
+use crate::core::generations::Generations;
+use crate::core::slot_table::SlotTable;
+use crate::core::timer_wheel::TimerWheel;
+use crate::core::waker::Waker;
 use crate::driver::{Chunk, Completion, ConnectionId, DriverConfig, ListenerId};
-use crate::generations::Generations;
-use crate::output_pools::{MAX_POOLED, OutputPools};
-use crate::slot_table::SlotTable;
+use crate::pools::buffer_pool::{Buffer, BufferPool};
+use crate::pools::output_pools::{MAX_POOLED, OutputPools};
 use crate::sys;
-use crate::timer_wheel::TimerWheel;
-use crate::waker::Waker;
 
 /// A flush of at most this many bytes of memory is reported done at once.
 pub const PROMISE_LIMIT: u64 = output::WAIT_ALL_LIMIT;

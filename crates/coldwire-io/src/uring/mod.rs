@@ -3,7 +3,7 @@
 //! [`UringDriver`] ([`driver`], [`api`]) with its provided-buffer ring ([`buffers`]),
 //! per-connection state ([`connection`]), sends ([`output`]) and socket-to-socket
 //! transfers ([`mod@splice`]). The readiness-only
-//! backend, `uring-poll`, is [`crate::uring_poll`].
+//! backend, `uring-poll`, is [`crate::poller::uring_poll`].
 
 pub mod api;
 pub mod buffers;

@@ -39,10 +39,10 @@ use super::connection::{
     CLOSING, Kind, RECV_ACTIVE, RECV_ARMED, SEND_PROMISED, SPLICE_FROM, SPLICE_TO, user_data,
 };
 use super::driver::UringDriver;
+use crate::core::splice_table::{self, SpliceTable, TransferState, UNTIL_END, check_call};
+pub use crate::core::splice_table::{MAX_FREE_PIPES, PIPE_BYTES};
 use crate::driver::ConnectionId;
-use crate::pipe_pool::PipePool;
-use crate::splice_table::{self, SpliceTable, TransferState, UNTIL_END, check_call};
-pub use crate::splice_table::{MAX_FREE_PIPES, PIPE_BYTES};
+use crate::pools::pipe_pool::PipePool;
 
 /// Where a transfer is (see the module doc); every step but `Quieting` has one operation
 /// in flight.
@@ -56,7 +56,7 @@ enum Step {
     Out,
 }
 
-/// What an io_uring transfer keeps besides the shared [`crate::splice_table::Transfer`].
+/// What an io_uring transfer keeps besides the shared [`crate::core::splice_table::Transfer`].
 pub(crate) struct Steps {
     /// Bytes tee'd into the copy pipe and not yet read back.
     teed: usize,

@@ -22,19 +22,18 @@ use std::net::TcpListener;
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::buffer_pool::{Buffer, BufferPool};
-use crate::completions::{next_current, until_earliest};
-use crate::counters::LoopCounters;
+use crate::core::completions::{next_current, until_earliest};
+use crate::core::counters::LoopCounters;
+use crate::core::generations::Generations;
+use crate::core::slot_table::SlotTable;
+use crate::core::timer_wheel::{TimerHandle, TimerWheel};
+use crate::core::waker::Waker;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId};
-use crate::generations::Generations;
-use crate::output_pools::OutputPools;
 use crate::poller::{Event, Interest, Poller};
-use crate::slot_table::SlotTable;
+use crate::pools::buffer_pool::{Buffer, BufferPool};
+use crate::pools::output_pools::OutputPools;
 use crate::sys;
-use crate::timer_wheel::{TimerHandle, TimerWheel};
-use crate::waker::Waker;
 
-#[path = "splice.rs"]
 mod splice;
 
 const LISTENER_TOKEN_BASE: usize = 1 << 40;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io;
 
 use crate::driver::{Completion, ConnectionId};
-use crate::pipe_pool::{Pipe, PipePool};
+use crate::pools::pipe_pool::{Pipe, PipePool};
 
 /// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
 pub(crate) const UNTIL_END: u64 = u64::MAX;

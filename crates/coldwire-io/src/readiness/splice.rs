@@ -24,16 +24,16 @@
 use std::io;
 
 use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
+use crate::core::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
 use crate::driver::ConnectionId;
-use crate::pipe_pool::{Pipe, read_into, splice, tee};
 use crate::poller::Poller;
-use crate::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
+use crate::pools::pipe_pool::{Pipe, read_into, splice, tee};
 
 /// What `splice_backlog` starts from for an unbounded transfer (far above any real body,
 /// far below overflow when added to queued bytes).
 const UNBOUNDED_BACKLOG: u64 = 1 << 62;
 
-/// What a readiness transfer keeps besides the shared [`crate::splice_table::Transfer`].
+/// What a readiness transfer keeps besides the shared [`crate::core::splice_table::Transfer`].
 pub(super) struct Pumping {
     /// Bytes in the copy pipe not yet duplicated into `pipe` (see `pump_once`).
     copy_pending: usize,
