@@ -30,7 +30,9 @@ pub use crate::backend::Backend;
 pub use crate::core::counters::LoopCounters;
 pub use crate::core::slot_table::LowestFreeBitmap;
 pub use crate::core::waker::Waker;
-pub use crate::driver::{Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId};
+pub use crate::driver::{
+    Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId, NoSplice, Splice,
+};
 pub use crate::poller::{
     EpollPoller, Event, Interest, PollPoller, Poller, PollerCounters, SelectPoller, UringPoller,
 };

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use coldwire_io::{
     Backend, Completion, ConnectionId, Driver, DriverConfig, EpollPoller, PollPoller,
-    ReadinessDriver, SelectPoller, UringDriver, UringOptions, UringPoller,
+    ReadinessDriver, SelectPoller, Splice, UringDriver, UringOptions, UringPoller,
 };
 
 fn wait_for<D: Driver>(driver: &mut D, mut until: impl FnMut(&mut D, Completion) -> bool) {
@@ -81,7 +81,7 @@ fn bounded_receive_leaves_the_rest_for_the_next<D: Driver>(
         driver.wait(Some(Duration::from_millis(20))).unwrap();
         assert!(driver.next_completion().is_none(), "nothing was sent yet");
     }
-    driver.recv_at_most(connection, 1000);
+    driver.splicer().unwrap().recv_at_most(connection, 1000);
     let message: Vec<u8> = (0..10_000u32).map(|index| (index % 251) as u8).collect();
     peer.write_all(&message).unwrap();
     // Let all of it arrive before the first receive, as one edge.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use coldwire_io::{
     Backend, Chunk, Completion, ConnectionId, Driver, DriverConfig, EpollPoller, Flush, PollPoller,
-    Poller, ReadinessDriver, SelectPoller, UringDriver, UringOptions, UringPoller,
+    Poller, ReadinessDriver, SelectPoller, Splice, UringDriver, UringOptions, UringPoller,
 };
 
 /// A driver the suite can create with the default configuration.
@@ -527,7 +527,7 @@ fn lingering_close_never_touches_the_next_connection<D: Create>() {
 fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
     let (listener, address) = listener();
     let mut driver = driver::<D>();
-    if !driver.supports_splice() {
+    if driver.splicer().is_err() {
         println!(
             "skipped: the {} driver has no splice",
             driver.backend_name()
@@ -547,6 +547,8 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
     std::thread::sleep(Duration::from_millis(50));
     driver.wait(Some(Duration::from_millis(10))).unwrap();
     driver
+        .splicer()
+        .unwrap()
         .splice(source, destination, body.len() as u64, true)
         .unwrap();
     let rest = body[100_000..].to_vec();
@@ -571,6 +573,8 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
         other => panic!("unexpected {other:?}"),
     });
     let copy = driver
+        .splicer()
+        .unwrap()
         .take_splice_copy(destination)
         .expect("a copy was kept");
     assert!(copy == body, "the copy differs ({} bytes)", copy.len());
@@ -580,7 +584,11 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
 
     // An unbounded transfer waiting for its source: closing both sides ends it, and the
     // clients see their connections closed.
-    driver.splice(source, destination, u64::MAX, false).unwrap();
+    driver
+        .splicer()
+        .unwrap()
+        .splice(source, destination, u64::MAX, false)
+        .unwrap();
     driver.wait(Some(Duration::from_millis(20))).unwrap();
     driver.close(source);
     driver.close(destination);

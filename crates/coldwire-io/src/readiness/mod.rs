@@ -600,16 +600,6 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         self.recv(id);
     }
 
-    fn recv_at_most(&mut self, id: ConnectionId, max_bytes: usize) {
-        // Also when a receive is already armed (an idle pooled origin connection keeps one
-        // armed to notice a close): the bound applies to the next receive that gets data,
-        // which is then the response head.
-        if let Some(connection) = self.connection_mut(id) {
-            connection.recv_limit = u32::try_from(max_bytes.max(1)).unwrap_or(u32::MAX);
-        }
-        self.recv(id);
-    }
-
     fn flush_more(&mut self, id: ConnectionId) -> Flush {
         self.more_follows = true;
         let flushed = self.flush(id);
@@ -617,26 +607,10 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
         flushed
     }
 
-    fn supports_splice(&self) -> bool {
-        true
-    }
+    type Splicer = Self;
 
-    fn splice(
-        &mut self,
-        source: ConnectionId,
-        destination: ConnectionId,
-        length: u64,
-        keep_copy: bool,
-    ) -> io::Result<()> {
-        self.start_splice(source, destination, length, keep_copy)
-    }
-
-    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.take_copy(destination)
-    }
-
-    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        ReadinessDriver::splice_delivered(self, destination)
+    fn splicer(&mut self) -> io::Result<&mut Self> {
+        Ok(self)
     }
 
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {

@@ -25,7 +25,7 @@ use std::io;
 
 use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
 use crate::core::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
-use crate::driver::ConnectionId;
+use crate::driver::{ConnectionId, Driver, Splice};
 use crate::poller::Poller;
 use crate::pools::pipe_pool::{Pipe, read_into, splice, tee};
 
@@ -57,9 +57,21 @@ enum Pumped {
     Failed(io::Error),
 }
 
-impl<P: Poller> ReadinessDriver<P> {
+impl<P: Poller> Splice for ReadinessDriver<P> {
+    const HONOURS_RECEIVE_BOUND: bool = true;
+
+    fn recv_at_most(&mut self, id: ConnectionId, max_bytes: usize) {
+        // Also when a receive is already armed (an idle pooled origin connection keeps one
+        // armed to notice a close): the bound applies to the next receive that gets data,
+        // which is then the response head.
+        if let Some(connection) = current(&mut self.connections, id) {
+            connection.recv_limit = u32::try_from(max_bytes.max(1)).unwrap_or(u32::MAX);
+        }
+        self.recv(id);
+    }
+
     /// Starts a transfer (see the module doc).
-    pub(super) fn start_splice(
+    fn splice(
         &mut self,
         source: ConnectionId,
         destination: ConnectionId,
@@ -88,6 +100,18 @@ impl<P: Poller> ReadinessDriver<P> {
         Ok(())
     }
 
+    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .running(destination)
+            .map_or(0, |transfer| transfer.state.sent)
+    }
+
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.splices.take_copy(destination)
+    }
+}
+
+impl<P: Poller> ReadinessDriver<P> {
     /// A readiness event arrived for `slot`: advance the transfers it takes part in.
     pub(super) fn splice_ready(&mut self, slot: u32) {
         if self.splices.is_idle() {
@@ -125,18 +149,6 @@ impl<P: Poller> ReadinessDriver<P> {
                     .saturating_add((transfer.in_pipe + transfer.state.copy_pending) as u64)
             }
         })
-    }
-
-    /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
-    pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        self.splices
-            .running(destination)
-            .map_or(0, |transfer| transfer.state.sent)
-    }
-
-    /// The copy kept by a finished transfer to `destination`.
-    pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.splices.take_copy(destination)
     }
 
     /// Removes a transfer, releasing its pipes; both connections' hints are their own again.

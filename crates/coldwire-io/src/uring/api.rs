@@ -130,26 +130,23 @@ impl Driver for UringDriver {
         }
     }
 
-    fn supports_splice(&self) -> bool {
-        true
+    /// A completion driver has no gap between a drained stream and its end: the armed
+    /// receive reports both.
+    fn recv_eager(&mut self, id: ConnectionId) {
+        self.recv(id);
     }
 
-    fn splice(
-        &mut self,
-        source: ConnectionId,
-        destination: ConnectionId,
-        length: u64,
-        keep_copy: bool,
-    ) -> io::Result<()> {
-        self.start_splice(source, destination, length, keep_copy)
+    /// Not passed on: the `SENDMSG` carries `MSG_MORE` only for output queued behind it,
+    /// not for a splice that follows, so this flushes as [`Driver::flush`] does (the head
+    /// may leave in a segment of its own).
+    fn flush_more(&mut self, id: ConnectionId) -> Flush {
+        self.flush(id)
     }
 
-    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.take_copy(destination)
-    }
+    type Splicer = Self;
 
-    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        UringDriver::splice_delivered(self, destination)
+    fn splicer(&mut self) -> io::Result<&mut Self> {
+        Ok(self)
     }
 
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {

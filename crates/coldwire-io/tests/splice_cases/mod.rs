@@ -8,7 +8,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use coldwire_io::{Completion, ConnectionId, Driver};
+use coldwire_io::{Completion, ConnectionId, Driver, Splice};
 
 /// Deterministic bytes.
 fn pattern(length: usize) -> Vec<u8> {
@@ -21,8 +21,8 @@ fn pattern(length: usize) -> Vec<u8> {
         .collect()
 }
 
-fn supported<D: Driver>(driver: &D) -> bool {
-    if driver.supports_splice() {
+fn supported<D: Driver>(driver: &mut D) -> bool {
+    if driver.splicer().is_ok() {
         return true;
     }
     println!(
@@ -89,7 +89,7 @@ fn reader(mut stream: TcpStream) -> thread::JoinHandle<Vec<u8>> {
 /// A bounded transfer of several pipes' worth, with a copy kept, arrives intact twice.
 pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() -> D) {
     let mut driver = make();
-    if !supported(&driver) {
+    if !supported(&mut driver) {
         return;
     }
     let (source, mut source_stream, destination, destination_stream) = pair(&mut driver);
@@ -101,6 +101,8 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
     });
     let received = reader(destination_stream);
     driver
+        .splicer()
+        .unwrap()
         .splice(source, destination, data.len() as u64, true)
         .unwrap();
     wait_for(&mut driver, |completion| match completion {
@@ -108,6 +110,8 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
         other => panic!("unexpected {other:?}"),
     });
     let copy = driver
+        .splicer()
+        .unwrap()
         .take_splice_copy(destination)
         .expect("a copy was kept");
     assert!(copy == data, "the copy differs ({} bytes)", copy.len());
@@ -120,7 +124,11 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
         arrived.len()
     );
     assert!(
-        driver.take_splice_copy(destination).is_none(),
+        driver
+            .splicer()
+            .unwrap()
+            .take_splice_copy(destination)
+            .is_none(),
         "a copy is taken once"
     );
 }
@@ -129,13 +137,17 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
 /// one is `UnexpectedEof` on the destination.
 pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(make: impl Fn() -> D) {
     let mut driver = make();
-    if !supported(&driver) {
+    if !supported(&mut driver) {
         return;
     }
     let (source, mut source_stream, destination, destination_stream) = pair(&mut driver);
     let data = pattern(300_000);
     let received = reader(destination_stream);
-    driver.splice(source, destination, u64::MAX, false).unwrap();
+    driver
+        .splicer()
+        .unwrap()
+        .splice(source, destination, u64::MAX, false)
+        .unwrap();
     source_stream.write_all(&data).unwrap();
     source_stream.shutdown(Shutdown::Write).unwrap();
     wait_for(&mut driver, |completion| match completion {
@@ -146,7 +158,11 @@ pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(make: impl
     assert!(received.join().unwrap() == data);
 
     let (source, mut source_stream, destination, _destination_stream) = pair(&mut driver);
-    driver.splice(source, destination, 1000, false).unwrap();
+    driver
+        .splicer()
+        .unwrap()
+        .splice(source, destination, 1000, false)
+        .unwrap();
     source_stream.write_all(b"only ten b").unwrap();
     drop(source_stream);
     wait_for(&mut driver, |completion| match completion {
