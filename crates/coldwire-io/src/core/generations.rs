@@ -1,10 +1,35 @@
 //! The generation counter of every slot, kept the same way by both completion drivers
-//! (`ReadinessDriver` and `UringDriver`): a [`ConnectionId`](crate::ConnectionId) names one
-//! occupant of a slot, so a completion or call meant for a closed connection never reaches
-//! the next one in the same slot.
+//! (`ReadinessDriver` and `UringDriver`): a [`ConnectionId`] names one occupant of a slot,
+//! so a completion or call meant for a closed connection never reaches the next one in the
+//! same slot.
 //!
 //! Invariant: each new occupant of a slot gets the slot's next generation (wrapping after
 //! 2³² occupants); there is one counter per slot ever used, none is ever dropped.
+
+use super::slot_table::SlotTable;
+use super::timer_wheel::TimerHandle;
+use crate::driver::ConnectionId;
+
+/// What the shared mechanism reads of a driver's per-connection state: the generation of
+/// the slot's occupant and its one timer.
+pub(crate) trait Occupant {
+    /// The occupant's generation.
+    fn generation(&self) -> u32;
+    /// Gives the occupant its generation (once, as it moves in).
+    fn set_generation(&mut self, generation: u32);
+    /// The occupant's timer handle, while armed.
+    fn timer(&mut self) -> &mut Option<TimerHandle>;
+}
+
+/// The connection `id` names, if it is still the slot's occupant.
+pub(crate) fn current<C: Occupant>(
+    connections: &mut SlotTable<C>,
+    id: ConnectionId,
+) -> Option<&mut C> {
+    connections
+        .get_mut(id.index())
+        .filter(|connection| connection.generation() == id.generation)
+}
 
 /// Generation counters by slot.
 #[derive(Default)]
@@ -21,6 +46,22 @@ impl Generations {
         let generation = self.next[slot];
         self.next[slot] = generation.wrapping_add(1);
         generation
+    }
+
+    /// Gives the new occupant of `slot` its generation; returns its id.
+    pub(crate) fn stamp<C: Occupant>(
+        &mut self,
+        connections: &mut SlotTable<C>,
+        slot: usize,
+    ) -> ConnectionId {
+        let generation = self.next(slot);
+        if let Some(connection) = connections.get_mut(slot) {
+            connection.set_generation(generation);
+        }
+        ConnectionId {
+            slot: slot as u32,
+            generation,
+        }
     }
 }
 

@@ -23,7 +23,8 @@
 
 use std::io;
 
-use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
+use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE};
+use crate::core::generations::current;
 use crate::core::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
 use crate::driver::{ConnectionId, Driver, Splice};
 use crate::poller::Poller;
