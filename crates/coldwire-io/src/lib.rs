@@ -26,7 +26,7 @@ pub mod readiness;
 pub mod sys;
 pub mod uring;
 
-pub use crate::backend::Backend;
+pub use crate::backend::{Backend, WithDriver};
 pub use crate::core::counters::LoopCounters;
 pub use crate::core::slot_table::LowestFreeBitmap;
 pub use crate::core::waker::Waker;

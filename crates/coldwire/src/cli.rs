@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use coldwire_io::Backend;
 
@@ -41,9 +42,8 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the real address is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// Event mechanism: select, poll, epoll, uring-poll or uring (default: epoll, the best
-    /// this kernel allows).
-    #[arg(long = "io", value_name = "BACKEND")]
+    /// Event mechanism (default: epoll, the best this kernel allows).
+    #[arg(long = "io", value_name = "BACKEND", value_parser = backend_parser())]
     pub backend: Option<Backend>,
     /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).
     #[arg(long)]
@@ -108,9 +108,8 @@ pub struct ProxyArgs {
     /// Also allow clients from this network (repeatable; loopback is always allowed).
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<String>,
-    /// Event mechanism: select, poll, epoll, uring-poll or uring (default: epoll, the best
-    /// this kernel allows).
-    #[arg(long = "io", value_name = "BACKEND")]
+    /// Event mechanism (default: epoll, the best this kernel allows).
+    #[arg(long = "io", value_name = "BACKEND", value_parser = backend_parser())]
     pub backend: Option<Backend>,
     /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).
     #[arg(long)]
@@ -186,4 +185,11 @@ pub struct ProxyArgs {
     /// response's or request's stale-if-error works without it.
     #[arg(long, value_name = "SECONDS")]
     pub serve_stale_on_error: Option<f64>,
+}
+
+/// The parser of `--io`: the names of [`Backend::ALL`], which clap lists in the help
+/// ("possible values") and in the error for any other name.
+pub fn backend_parser() -> impl TypedValueParser<Value = Backend> {
+    let names = Backend::ALL.map(|backend| PossibleValue::new(backend.name()));
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Backend>())
 }

@@ -25,7 +25,7 @@ use crate::sys;
 
 impl Driver for UringDriver {
     fn backend_name(&self) -> &'static str {
-        "uring"
+        UringDriver::NAME
     }
 
     fn listen(&mut self, listener: TcpListener) -> io::Result<ListenerId> {

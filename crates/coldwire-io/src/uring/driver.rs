@@ -157,6 +157,9 @@ pub(super) fn set_blocking(fd: RawFd) {
 }
 
 impl UringDriver {
+    /// The name used on the command line and in reports.
+    pub const NAME: &'static str = "uring";
+
     /// Creates a driver: a ring, its receive buffer ring, and a waker.
     pub fn new(config: DriverConfig, options: UringOptions) -> io::Result<UringDriver> {
         let ring = Ring::new(RingOptions {

@@ -6,8 +6,9 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::support::run_until;
 use coldwire_io::{Completion, ConnectionId, Driver, Splice};
 
 /// Deterministic bytes.
@@ -55,24 +56,15 @@ fn pair<D: Driver>(driver: &mut D) -> (ConnectionId, TcpStream, ConnectionId, Tc
     (source, source_stream, destination, destination_stream)
 }
 
+/// Runs the loop until `until` returns true; received buffers are given back unread.
 fn wait_for<D: Driver>(driver: &mut D, mut until: impl FnMut(&Completion) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for a completion"
-        );
-        driver.wait(Some(Duration::from_millis(100))).unwrap();
-        while let Some(completion) = driver.next_completion() {
-            if let Completion::Received { buffer, .. } = completion {
-                driver.recycle(buffer);
-                continue;
-            }
-            if until(&completion) {
-                return;
-            }
+    run_until(driver, |driver, completion| match completion {
+        Completion::Received { buffer, .. } => {
+            driver.recycle(buffer);
+            false
         }
-    }
+        other => until(&other),
+    });
 }
 
 fn reader(mut stream: TcpStream) -> thread::JoinHandle<Vec<u8>> {
@@ -87,8 +79,7 @@ fn reader(mut stream: TcpStream) -> thread::JoinHandle<Vec<u8>> {
 }
 
 /// A bounded transfer of several pipes' worth, with a copy kept, arrives intact twice.
-pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() -> D) {
-    let mut driver = make();
+pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(mut driver: D) {
     if !supported(&mut driver) {
         return;
     }
@@ -135,8 +126,7 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
 
 /// An unbounded transfer ends when the source ends its stream; an early end of a bounded
 /// one is `UnexpectedEof` on the destination.
-pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(make: impl Fn() -> D) {
-    let mut driver = make();
+pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(mut driver: D) {
     if !supported(&mut driver) {
         return;
     }
