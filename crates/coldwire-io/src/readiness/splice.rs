@@ -10,7 +10,7 @@
 //!
 //! Invariants:
 //! - while a transfer runs, nobody receives from its source or queues output on its
-//!   destination (the `Driver::splice` contract), so the readiness hints of both sockets
+//!   destination (the `Splice::splice` contract), so the readiness hints of both sockets
 //!   belong to it; `SPLICE_READ` / `SPLICE_WRITE` tell level-triggered pollers what it
 //!   waits for;
 //! - with a copy, the source is spliced into the copy pipe, and only when it is empty;

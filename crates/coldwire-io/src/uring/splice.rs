@@ -1,4 +1,4 @@
-//! `Driver::splice` on io_uring: socket → pooled pipe → socket with `IORING_OP_SPLICE`, and
+//! `Splice::splice` on io_uring: socket → pooled pipe → socket with `IORING_OP_SPLICE`, and
 //! the copy a cache keeps with `IORING_OP_TEE` into a second pipe plus a `READ` of it — the
 //! bytes of the transfer itself never enter user space.
 //!
