@@ -1,7 +1,8 @@
 //! Which I/O backends the end-to-end tests run on, and the macro that runs a test on each.
 //!
 //! [`backend_tests!`](crate::backend_tests) is the one per-backend test generator of the
-//! e2e tests (an I/O-layer `for_each_backend!` is to replace its list of backends).
+//! e2e tests; the list of backends is the I/O layer's (`coldwire_io::for_each_backend!`,
+//! checked against `Backend::ALL`).
 
 use std::thread;
 
@@ -31,10 +32,11 @@ pub fn raise_open_files_limit() -> u64 {
     coldwire_io::sys::raise_open_files_limit().expect("raising RLIMIT_NOFILE")
 }
 
-/// Generates one module per I/O backend (`select`, `poll`, `epoll`, `uring_poll`,
-/// `uring`), each with one `#[test]` per listed function of the calling module; a test
-/// calls `super::NAME(backend)` with the backend's `--io` name (`uring_poll` →
-/// `uring-poll`), or returns after `skipped: <reason>` where the kernel refuses it.
+/// Generates one module per I/O backend (`epoll`, `uring`, `uring_poll`, `poll`,
+/// `select`: the list is `coldwire_io::Backend::ALL`, through the I/O layer's
+/// `for_each_backend!`), each with one `#[test]` per listed function of the calling
+/// module; a test calls `super::NAME(backend)` with the backend's `--io` name
+/// (`uring-poll`), or returns after `skipped: <reason>` where the kernel refuses io_uring.
 ///
 /// ```ignore
 /// coldwire_testkit::backend_tests! { miss_then_hit_is_served_from_the_cache, vary_keeps_variants_apart }
@@ -43,24 +45,6 @@ pub fn raise_open_files_limit() -> u64 {
 #[macro_export]
 macro_rules! backend_tests {
     ($($test:ident),+ $(,)?) => {
-        $crate::backend_tests!(@module select [$($test),+]);
-        $crate::backend_tests!(@module poll [$($test),+]);
-        $crate::backend_tests!(@module epoll [$($test),+]);
-        $crate::backend_tests!(@module uring_poll [$($test),+]);
-        $crate::backend_tests!(@module uring [$($test),+]);
-    };
-    (@module $backend:ident [$($test:ident),+]) => {
-        mod $backend {
-            $(
-                #[test]
-                fn $test() {
-                    // Module names use '_', `--io` names '-' (uring_poll → uring-poll).
-                    let name = stringify!($backend).replace('_', "-");
-                    if $crate::backend_available(&name) {
-                        super::$test(&name);
-                    }
-                }
-            )+
-        }
+        ::coldwire_io::for_each_backend!(by_name: $($test),+);
     };
 }

@@ -18,10 +18,7 @@ use coldwire_bench::{
     Arrivals, BenchError, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan,
     Progress, Rate, SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
 };
-use coldwire_io::{
-    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
-    UringDriver, UringOptions, UringPoller,
-};
+use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
 use coldwire_process::{Launch, Process, Stderr, Stdout};
 use coldwire_server::system;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -118,7 +115,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Event mechanism of the generator's own sockets (default: the best available).
-    #[arg(long = "io", value_name = "BACKEND")]
+    #[arg(long = "io", value_name = "BACKEND", value_parser = crate::cli::backend_parser())]
     pub backend: Option<Backend>,
     /// Pin the generator to this CPU.
     #[arg(long, value_name = "CPU")]
@@ -221,17 +218,6 @@ impl PhaseObserver for Bar {
     }
 }
 
-fn run_with<P: Poller>(
-    load: LoadConfig,
-    plan: &BenchPlan,
-    stop: &Arc<AtomicBool>,
-    observer: &mut dyn PhaseObserver,
-) -> anyhow::Result<RunReport> {
-    let driver = ReadinessDriver::<P>::new(generator_config(&load))
-        .context("cannot create the generator's event loop")?;
-    run_driver(driver, load, plan, stop, observer)
-}
-
 fn generator_config(load: &LoadConfig) -> DriverConfig {
     let mut config = DriverConfig {
         max_connections: load.connections + load.cold + 64,
@@ -245,15 +231,21 @@ fn generator_config(load: &LoadConfig) -> DriverConfig {
     config
 }
 
-fn run_driver<D: Driver>(
-    driver: D,
+/// The generator's run on whichever driver [`Backend::dispatch`] built.
+struct RunOn<'a> {
     load: LoadConfig,
-    plan: &BenchPlan,
-    stop: &Arc<AtomicBool>,
-    observer: &mut dyn PhaseObserver,
-) -> anyhow::Result<RunReport> {
-    let mut engine = Engine::new(driver, load, stop.clone())?;
-    Ok(run_benchmark(&mut engine, plan, observer)?)
+    plan: &'a BenchPlan,
+    stop: &'a Arc<AtomicBool>,
+    observer: &'a mut dyn PhaseObserver,
+}
+
+impl WithDriver for RunOn<'_> {
+    type Output = anyhow::Result<RunReport>;
+
+    fn run<D: Driver + Send + 'static>(self, driver: D) -> Self::Output {
+        let mut engine = Engine::new(driver, self.load, self.stop.clone())?;
+        Ok(run_benchmark(&mut engine, self.plan, self.observer)?)
+    }
 }
 
 pub(crate) fn run_one(
@@ -263,17 +255,16 @@ pub(crate) fn run_one(
     stop: &Arc<AtomicBool>,
     observer: &mut dyn PhaseObserver,
 ) -> anyhow::Result<RunReport> {
-    match backend {
-        Backend::Epoll => run_with::<EpollPoller>(load, plan, stop, observer),
-        Backend::Poll => run_with::<PollPoller>(load, plan, stop, observer),
-        Backend::Select => run_with::<SelectPoller>(load, plan, stop, observer),
-        Backend::UringPoll => run_with::<UringPoller>(load, plan, stop, observer),
-        Backend::Uring => {
-            let driver = UringDriver::new(generator_config(&load), UringOptions::default())
-                .context("cannot create the generator's event loop")?;
-            run_driver(driver, load, plan, stop, observer)
-        }
-    }
+    let config = generator_config(&load);
+    let job = RunOn {
+        load,
+        plan,
+        stop,
+        observer,
+    };
+    backend
+        .dispatch(&config, UringOptions::default(), job)
+        .context("cannot create the generator's event loop")?
 }
 
 /// Starts the thread that turns SIGINT/SIGTERM into a stop request (results so far are

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+
+use coldwire_io::Backend;
 
 use crate::runtime_args::{RuntimeArgs, parse_duration};
 
@@ -119,4 +122,11 @@ pub struct ProxyArgs {
     /// or request's stale-if-error works without it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub serve_stale_on_error: Option<Duration>,
+}
+
+/// The parser of `--io`: the names of [`Backend::ALL`], which clap lists in the help
+/// ("possible values") and in the error for any other name.
+pub fn backend_parser() -> impl TypedValueParser<Value = Backend> {
+    let names = Backend::ALL.map(|backend| PossibleValue::new(backend.name()));
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Backend>())
 }

@@ -25,7 +25,7 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
     /// Event mechanism [default: epoll, the best this kernel allows].
-    #[arg(long = "io", value_name = "BACKEND")]
+    #[arg(long = "io", value_name = "BACKEND", value_parser = crate::cli::backend_parser())]
     pub backend: Option<Backend>,
     /// With --io uring: a kernel thread polls the submission queue (no submit system
     /// calls, but it spins on a core while the server is busy).

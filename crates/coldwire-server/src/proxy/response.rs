@@ -18,7 +18,7 @@ use coldwire_cache::policy::partial::partial_storable;
 use coldwire_cache::{CacheStatus, Storability, Store, VaryKey, storability_targeted};
 use coldwire_http::owned_fields::Fields;
 use coldwire_http::{ResponseFraming, Status, Version};
-use coldwire_io::{Buffer, Chunk, Driver, Flush};
+use coldwire_io::{Buffer, Chunk, Driver, Flush, Splice};
 
 use super::config::DataPath;
 use super::forward::write_last_chunk_with_trailers;
@@ -557,9 +557,9 @@ impl<D: Driver> Worker<D> {
     }
 
     /// Whether this exchange's body may take the splice path at all.
-    fn splice_allowed(&self, client: &Client) -> bool {
+    fn splice_allowed(&mut self, client: &Client) -> bool {
         self.config.data_path == DataPath::Splice
-            && self.driver.supports_splice()
+            && self.driver.splicer().is_ok()
             && client
                 .exchange
                 .as_ref()
@@ -569,8 +569,10 @@ impl<D: Driver> Worker<D> {
     /// Arms the receive of an origin's response head: on the splice path it takes at most
     /// [`HEAD_READ_BYTES`], so that a long body stays in the kernel for the splice.
     pub(super) fn arm_response_head_read(&mut self, origin: coldwire_io::ConnectionId) {
-        if self.config.data_path == DataPath::Splice && self.driver.supports_splice() {
-            self.driver.recv_at_most(origin, HEAD_READ_BYTES);
+        if self.config.data_path == DataPath::Splice
+            && let Ok(splicer) = self.driver.splicer()
+        {
+            splicer.recv_at_most(origin, HEAD_READ_BYTES);
         } else {
             self.driver.recv(origin);
         }
@@ -639,7 +641,11 @@ impl<D: Driver> Worker<D> {
             ResponseFraming::Empty => 0,
         };
         let keep_copy = progress.fill.is_some();
-        match self.driver.splice(origin, client_id, length, keep_copy) {
+        let started = self
+            .driver
+            .splicer()
+            .and_then(|splicer| splicer.splice(origin, client_id, length, keep_copy));
+        match started {
             Ok(()) => {
                 progress.splice = SplicePlan::Running;
                 progress.splice_length = length;
@@ -669,7 +675,11 @@ impl<D: Driver> Worker<D> {
         client: &mut Client,
         origin_id: coldwire_io::ConnectionId,
     ) -> Step {
-        let copy = self.driver.take_splice_copy(client.session.id);
+        let copy = self
+            .driver
+            .splicer()
+            .ok()
+            .and_then(|splicer| splicer.take_splice_copy(client.session.id));
         let Some(progress) = client
             .exchange
             .as_mut()
@@ -703,7 +713,7 @@ impl<D: Driver> Worker<D> {
                 client.session.enter(&mut self.driver, Phase::Idle);
                 let deadline = self.upstream_deadline();
                 self.driver.set_timer(origin_id, deadline);
-                self.driver.recv_at_most(origin_id, HEAD_READ_BYTES);
+                self.arm_response_head_read(origin_id);
                 self.release_claim_of_dropped_fill(client);
                 return Step::Keep;
             }

@@ -7,7 +7,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use coldwire_http::Status;
-use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush};
+use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush, Splice};
 
 use super::config::DataPath;
 use super::resolver::Resolution;
@@ -131,17 +131,16 @@ impl<D: Driver> Worker<D> {
         }
         let client_flush = self.driver.flush(client_id);
         let origin_flush = self.driver.flush(origin_id);
-        let splice = self.config.data_path == DataPath::Splice && self.driver.supports_splice();
+        let splice = self.config.data_path == DataPath::Splice && self.driver.splicer().is_ok();
         if splice
             && matches!(client_flush, Flush::Done)
             && matches!(origin_flush, Flush::Done)
-            && self
-                .driver
+            && let Ok(splicer) = self.driver.splicer()
+            && splicer
                 .splice(client_id, origin_id, u64::MAX, false)
                 .is_ok()
         {
-            if self
-                .driver
+            if splicer
                 .splice(origin_id, client_id, u64::MAX, false)
                 .is_ok()
             {

@@ -5,7 +5,7 @@
 //! gets another `--idle-timeout`; if not, it was silent both ways for that long and is
 //! closed.
 
-use coldwire_io::Driver;
+use coldwire_io::{Driver, Splice};
 
 use super::state::Client;
 use super::worker::{Step, Worker};
@@ -17,13 +17,14 @@ impl<D: Driver> Worker<D> {
         let Some(tunnel) = client.tunnel.as_mut() else {
             return Step::Close;
         };
+        // Only a driver that splices has spliced tunnels.
+        let Ok(splicer) = self.driver.splicer() else {
+            return Step::Close;
+        };
         let to_origin = tunnel
             .origin
-            .map_or(0, |origin| self.driver.splice_delivered(origin));
-        let delivered = self
-            .driver
-            .splice_delivered(client_id)
-            .wrapping_add(to_origin);
+            .map_or(0, |origin| splicer.splice_delivered(origin));
+        let delivered = splicer.splice_delivered(client_id).wrapping_add(to_origin);
         if delivered != tunnel.spliced_seen {
             tunnel.spliced_seen = delivered;
             let due = self.idle_deadline();

@@ -119,33 +119,12 @@ fn wait_calls(relay: &Relay) -> u64 {
         .expect("wait_calls")
 }
 
-macro_rules! backend_tests {
-    ($($backend:ident),+ $(,)?) => {
-        $(mod $backend {
-            backend_tests!(@tests $backend [
-                an_echo_takes_the_round_trip,
-                bandwidth_spreads_a_transfer_over_its_rate,
-                every_byte_arrives_in_order_under_loss,
-                idle_relayed_connections_cost_no_loop_work,
-            ]);
-        })+
-    };
-    (@tests $backend:ident [$($test:ident),+ $(,)?]) => {
-        $(
-            #[test]
-            fn $test() {
-                let name = stringify!($backend).replace('_', "-");
-                let backend: coldwire_io::Backend = name.parse().unwrap();
-                match backend.probe() {
-                    Ok(()) => super::$test(&name),
-                    Err(reason) => println!("skipped: {name}: {reason}"),
-                }
-            }
-        )+
-    };
+coldwire_testkit::backend_tests! {
+    an_echo_takes_the_round_trip,
+    bandwidth_spreads_a_transfer_over_its_rate,
+    every_byte_arrives_in_order_under_loss,
+    idle_relayed_connections_cost_no_loop_work,
 }
-
-backend_tests!(select, poll, epoll, uring_poll, uring);
 
 fn an_echo_takes_the_round_trip(backend: &str) {
     let echo = echo_server();

@@ -10,7 +10,7 @@
 //!
 //! Invariants:
 //! - while a transfer runs, nobody receives from its source or queues output on its
-//!   destination (the `Driver::splice` contract), so the readiness hints of both sockets
+//!   destination (the `Splice::splice` contract), so the readiness hints of both sockets
 //!   belong to it; `SPLICE_READ` / `SPLICE_WRITE` tell level-triggered pollers what it
 //!   waits for;
 //! - with a copy, the source is spliced into the copy pipe, and only when it is empty;
@@ -23,17 +23,18 @@
 
 use std::io;
 
-use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE, current};
-use crate::driver::ConnectionId;
-use crate::pipe_pool::{Pipe, read_into, splice, tee};
+use super::{MAY_READ, MAY_WRITE, ReadinessDriver, SPLICE_READ, SPLICE_WRITE};
+use crate::core::generations::current;
+use crate::core::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
+use crate::driver::{ConnectionId, Driver, Splice};
 use crate::poller::Poller;
-use crate::splice_table::{SpliceTable, Transfer, TransferState, UNTIL_END, check_call};
+use crate::pools::pipe_pool::{Pipe, read_into, splice, tee};
 
 /// What `splice_backlog` starts from for an unbounded transfer (far above any real body,
 /// far below overflow when added to queued bytes).
 const UNBOUNDED_BACKLOG: u64 = 1 << 62;
 
-/// What a readiness transfer keeps besides the shared [`crate::splice_table::Transfer`].
+/// What a readiness transfer keeps besides the shared [`crate::core::splice_table::Transfer`].
 pub(super) struct Pumping {
     /// Bytes in the copy pipe not yet duplicated into `pipe` (see `pump_once`).
     copy_pending: usize,
@@ -57,9 +58,21 @@ enum Pumped {
     Failed(io::Error),
 }
 
-impl<P: Poller> ReadinessDriver<P> {
+impl<P: Poller> Splice for ReadinessDriver<P> {
+    const HONOURS_RECEIVE_BOUND: bool = true;
+
+    fn recv_at_most(&mut self, id: ConnectionId, max_bytes: usize) {
+        // Also when a receive is already armed (an idle pooled origin connection keeps one
+        // armed to notice a close): the bound applies to the next receive that gets data,
+        // which is then the response head.
+        if let Some(connection) = current(&mut self.connections, id) {
+            connection.recv_limit = u32::try_from(max_bytes.max(1)).unwrap_or(u32::MAX);
+        }
+        self.recv(id);
+    }
+
     /// Starts a transfer (see the module doc).
-    pub(super) fn start_splice(
+    fn splice(
         &mut self,
         source: ConnectionId,
         destination: ConnectionId,
@@ -88,6 +101,18 @@ impl<P: Poller> ReadinessDriver<P> {
         Ok(())
     }
 
+    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .running(destination)
+            .map_or(0, |transfer| transfer.state.sent)
+    }
+
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.splices.take_copy(destination)
+    }
+}
+
+impl<P: Poller> ReadinessDriver<P> {
     /// A readiness event arrived for `slot`: advance the transfers it takes part in.
     pub(super) fn splice_ready(&mut self, slot: u32) {
         if self.splices.is_idle() {
@@ -125,18 +150,6 @@ impl<P: Poller> ReadinessDriver<P> {
                     .saturating_add((transfer.in_pipe + transfer.state.copy_pending) as u64)
             }
         })
-    }
-
-    /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
-    pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        self.splices
-            .running(destination)
-            .map_or(0, |transfer| transfer.state.sent)
-    }
-
-    /// The copy kept by a finished transfer to `destination`.
-    pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.splices.take_copy(destination)
     }
 
     /// Removes a transfer, releasing its pipes; both connections' hints are their own again.

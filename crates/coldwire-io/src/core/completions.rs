@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::buffer_pool::BufferPool;
 use crate::driver::{Completion, ConnectionId};
+use crate::pools::buffer_pool::BufferPool;
 
 /// Pops the next completion whose connection (if it names one) `is_current`; the ones
 /// before it are dropped, their received buffers given back to `buffers`.

@@ -1,5 +1,10 @@
-//! The readiness interface every event mechanism implements: register a descriptor once
-//! with a token and an interest, change the interest, forget it, and wait for readiness.
+//! The poller layer: the readiness interface every event mechanism implements — register
+//! a descriptor once with a token and an interest, change the interest, forget it, and
+//! wait for readiness — and one file per mechanism, each with a type named after its
+//! system call: [`select`] (`SelectPoller`), [`poll`] (`PollPoller`), [`epoll`]
+//! (`EpollPoller`) and [`uring_poll`] (`UringPoller`, io_uring's multishot `POLL_ADD`).
+//! A poller knows descriptors and tokens only; connections are the readiness driver's
+//! (`crate::readiness`), which runs over any of them.
 //!
 //! Invariants shared by all backends:
 //! - the interest set is kept incrementally: `register`, `modify` and `deregister` cost
@@ -15,6 +20,16 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
+
+pub mod epoll;
+pub mod poll;
+pub mod select;
+pub mod uring_poll;
+
+pub use epoll::EpollPoller;
+pub use poll::PollPoller;
+pub use select::SelectPoller;
+pub use uring_poll::UringPoller;
 
 /// What a registered descriptor should be watched for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -11,6 +11,9 @@ use std::collections::VecDeque;
 
 use crate::driver::Chunk;
 
+/// Slices gathered into one `sendmsg` / `SENDMSG` by both drivers (100 pipelined
+/// responses fit in two calls).
+pub(crate) const GATHER: usize = 64;
 /// Pooled objects of each kind kept for reuse.
 pub(crate) const MAX_POOLED: usize = 1024;
 /// Pooled output vectors larger than this are freed instead of kept.

@@ -1,8 +1,16 @@
 //! The completion interface the server is written against: operations in, completions
 //! out. The server never sees readiness; it asks to receive, queues output and flushes,
 //! closes, arms timers, and reacts to [`Completion`]s. `ReadinessDriver<P>` implements it
-//! over any [`crate::Poller`]; an io_uring driver will implement it natively. Because the
-//! server logic is identical over every driver, comparing backends measures the mechanism.
+//! over any [`crate::Poller`]; `UringDriver` implements it natively on io_uring. Because
+//! the server logic is identical over every driver, comparing backends measures the
+//! mechanism.
+//!
+//! Two traits: [`Driver`], what every backend does, and [`Splice`], the extension that
+//! moves bytes from socket to socket inside the kernel. A driver names its splicer
+//! ([`Driver::Splicer`]: itself, or [`NoSplice`] where the mechanism has none) and hands
+//! it out through [`Driver::splicer`], so generic code asks once and never calls a splice
+//! method that would silently do nothing. No method of either trait has a default: each
+//! backend states what it does.
 //!
 //! Contract:
 //! - a connection id is valid from its `Accepted` completion until the server calls
@@ -27,9 +35,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::buffer_pool::Buffer;
-use crate::counters::LoopCounters;
-use crate::waker::Waker;
+use crate::core::counters::LoopCounters;
+use crate::core::waker::Waker;
+
+mod splice;
+
+use crate::pools::buffer_pool::Buffer;
+pub use splice::{NoSplice, Splice};
 
 /// A connection's identity inside one driver: its slot in the slot table (dense, lowest
 /// free reused first) and the slot's generation, so a completion meant for a closed
@@ -226,66 +238,24 @@ pub trait Driver {
     /// it. For streams whose end may already be pending — a close-delimited response body,
     /// an origin that closes right after its last byte — which an edge-triggered poller
     /// reports together with the data and never again. Costs at most one `EAGAIN` more than
-    /// [`Driver::recv`]; the default is `recv` (completion drivers have no such gap).
-    fn recv_eager(&mut self, connection: ConnectionId) {
-        self.recv(connection);
-    }
-
-    /// Like [`Driver::recv`], but the receive takes at most `max_bytes` (one-shot). For a
-    /// message head whose body may then be spliced: the head and a few body bytes pass
-    /// through user space, the rest stays in the kernel for [`Driver::splice`] (seed 002's
-    /// proxy reads the first two segments of a reply the same way). The default is `recv`
-    /// (a driver that ignores the bound only copies more).
-    fn recv_at_most(&mut self, connection: ConnectionId, max_bytes: usize) {
-        let _ = max_bytes;
-        self.recv(connection);
-    }
+    /// [`Driver::recv`]. A completion driver has no such gap: there it is `recv`.
+    fn recv_eager(&mut self, connection: ConnectionId);
 
     /// Like [`Driver::flush`], but tells the kernel more output follows at once
     /// (`MSG_MORE`), so a short tail such as a response head may be held back and leave in
-    /// one segment with what follows. Call it only when a send or [`Driver::splice`] on the
+    /// one segment with what follows. Call it only when a send or [`Splice::splice`] on the
     /// same connection follows right away (the next write without the hint pushes
-    /// everything). The default is `flush`.
-    fn flush_more(&mut self, connection: ConnectionId) -> Flush {
-        self.flush(connection)
-    }
+    /// everything). A driver that cannot pass the hint on flushes as `flush` does.
+    fn flush_more(&mut self, connection: ConnectionId) -> Flush;
 
-    /// Whether [`Driver::splice`] works here (`splice(2)` between sockets).
-    fn supports_splice(&self) -> bool {
-        false
-    }
+    /// The driver's splice extension: `Self` for a backend that moves bytes between
+    /// sockets inside the kernel, [`NoSplice`] for one that cannot.
+    type Splicer: Splice;
 
-    /// Moves `length` bytes (`u64::MAX`: until the source's end of stream) from `source`'s
-    /// socket to `destination`'s through a pooled pipe, without copying them into user
-    /// space; with `keep_copy`, a copy is also collected (`tee`) for
-    /// [`Driver::take_splice_copy`]. It acts as output queued on `destination`: completion
-    /// is `Sent { destination }`, or `Failed { destination }` (the source ending early is
-    /// `UnexpectedEof`). Meanwhile nobody receives from `source` or sends on
-    /// `destination`, whose queue must be empty at the start. The default refuses
-    /// (`Unsupported`): callers fall back to receive and send.
-    fn splice(
-        &mut self,
-        source: ConnectionId,
-        destination: ConnectionId,
-        length: u64,
-        keep_copy: bool,
-    ) -> io::Result<()> {
-        let _ = (source, destination, length, keep_copy);
-        Err(io::Error::from(io::ErrorKind::Unsupported))
-    }
-
-    /// Bytes the running splice to `destination` has delivered so far (0 when none runs):
-    /// how a caller tells a quiet spliced stream (an idle tunnel) from a busy one.
-    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        let _ = destination;
-        0
-    }
-
-    /// The copy kept by the finished `keep_copy` splice to `destination`, once.
-    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        let _ = destination;
-        None
-    }
+    /// The splice extension, or an `Unsupported` error where the backend has none (callers
+    /// then copy through user space). Statically dispatched: for a backend that splices
+    /// it is `Ok(self)`, which the compiler sees through.
+    fn splicer(&mut self) -> io::Result<&mut Self::Splicer>;
 
     /// Queues output; nothing is written until [`Driver::flush`].
     fn send(&mut self, connection: ConnectionId, chunk: Chunk);

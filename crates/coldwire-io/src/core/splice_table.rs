@@ -1,7 +1,7 @@
-//! The bookkeeping of socket-to-socket transfers (`Driver::splice`) that both completion
+//! The bookkeeping of socket-to-socket transfers (`Splice::splice`) that both completion
 //! drivers share: which transfers run, the pipe pool they draw from, the copies finished
 //! transfers kept for a cache, and the checks and completions of the contract. How bytes
-//! move is each backend's own (`splice.rs` for readiness, `uring/splice.rs` for io_uring):
+//! move is each backend's own (`readiness/splice.rs`, `uring/splice.rs`):
 //! a [`Transfer`] carries what both know of it plus the backend's own `state`.
 //!
 //! Invariants: a transfer is keyed by its destination's slot, and `sources` maps its
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io;
 
 use crate::driver::{Completion, ConnectionId};
-use crate::pipe_pool::{Pipe, PipePool};
+use crate::pools::pipe_pool::{Pipe, PipePool};
 
 /// Bytes of an unbounded transfer (a tunnel direction): until the source ends.
 pub(crate) const UNTIL_END: u64 = u64::MAX;
@@ -28,12 +28,12 @@ const COPY_RESERVE_MAX: u64 = 64 << 20;
 /// A copy pipe and the copy collected through it (a transfer with `keep_copy`).
 pub(crate) type KeptCopy = (Pipe, Vec<u8>);
 
-/// A caller error against the `Driver::splice` contract.
+/// A caller error against the `Splice::splice` contract.
 fn invalid<T>(why: &'static str) -> io::Result<T> {
     Err(io::Error::new(io::ErrorKind::InvalidInput, why))
 }
 
-/// Checks a `Driver::splice` call against the contract: two different connections, the
+/// Checks a `Splice::splice` call against the contract: two different connections, the
 /// source open (`source_open`), the destination open with no output queued before the
 /// transfer (`destination_queued`: `None` when closed, else whether output that the
 /// transfer may not wait for is queued).
