@@ -47,19 +47,20 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-# Starts "$@" pinned to CPU $1 (shifted); prints its first stdout line's address.
+# start VAR CPU COMMAND...: starts COMMAND pinned to CPU, waits for its first stdout line
+# ("... listening on http://ADDR"), stores ADDR in VAR and the process id in LAST_PID.
 start() {
-    local cpu=$1 fifo
-    shift
-    fifo=$(mktemp -u)
-    mkfifo "$fifo"
-    taskset -c "$cpu" "$@" >"$fifo" 2>/dev/null &
-    pids+=($!)
+    local var=$1 cpu=$2 out
+    shift 2
+    out=$(mktemp)
+    taskset -c "$cpu" "$@" >"$out" 2>/dev/null &
+    LAST_PID=$!
+    pids+=("$LAST_PID")
+    for _ in $(seq 1 100); do [[ -s $out ]] && break; sleep 0.05; done
     local line
-    read -r line <"$fifo"
-    rm -f "$fifo"
-    echo "${line##*http://}"
-    LAST_PID=${pids[-1]}
+    line=$(head -n 1 "$out")
+    rm -f "$out"
+    printf -v "$var" '%s' "${line##*http://}"
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -70,10 +71,10 @@ stat_waits() {
 TICK=$(getconf CLK_TCK)
 echo "round,forwarded_mb,relay_cpu_s,cpu_ms_per_mb,idle_connections,idle_cpu_s,idle_wakeups,cpu_us_per_idle_connection_second" >"$OUT/results.csv"
 for round in $(seq 1 "$ROUNDS"); do
-    origin=$(start "$OTHER_CPU" "$COLDWIRE" origin --listen 127.0.0.1:0 --workers 1 --mix "$OBJECT" --think 0)
+    start origin "$OTHER_CPU" "$COLDWIRE" origin --listen 127.0.0.1:0 --workers 1 --mix "$OBJECT" --think 0
     relay_stats_port=$((20000 + RANDOM % 20000))
-    relay=$(start "$RELAY_CPU" "$COLDWIRE" wan --listen 127.0.0.1:0 --to "$origin" --rtt "$RTT" \
-        --workers 1 --max-connections 19000 --admin "127.0.0.1:$relay_stats_port")
+    start relay "$RELAY_CPU" "$COLDWIRE" wan --listen 127.0.0.1:0 --to "$origin" --rtt "$RTT" \
+        --workers 1 --max-connections 19000 --admin "127.0.0.1:$relay_stats_port"
     relay_pid=$LAST_PID
     sleep 0.3
     before=$(cpu_ticks "$relay_pid")
