@@ -289,7 +289,7 @@ fn map_httparse_error(error: httparse::Error) -> HttpError {
 /// `Host` = uri-host [ ":" port ]; we accept the characters of reg-name, IP-literal and port
 /// (RFC 3986) and nothing else, so a host can never smuggle `/`, `\`, spaces or controls into
 /// virtual-host lookups or logs. An empty value is allowed (RFC 9112 §3.2).
-fn is_valid_host(value: &[u8]) -> bool {
+pub(crate) fn is_valid_host(value: &[u8]) -> bool {
     value.iter().all(|&byte| {
         byte.is_ascii_alphanumeric()
             || matches!(

@@ -170,6 +170,13 @@ fn fields_and_lines() -> Vec<Vector> {
         )
         .forward_only(),
         vector(
+            // Found by the upstream_request fuzz target: the authority became `Host: }`.
+            "absolute-form-invalid-authority",
+            LINE,
+            b"GET http://}/bad-authority HTTP/1.1\r\nHost: {H}\r\n\r\n",
+            reject(400),
+        ),
+        vector(
             "absolute-form-host-disagrees",
             HOST,
             b"GET http://{H}/abs HTTP/1.1\r\nHost: evil.example\r\nX-A: 1\r\n\r\n",
