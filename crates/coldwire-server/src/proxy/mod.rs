@@ -39,6 +39,9 @@ mod tunnel;
 mod tunnel_idle;
 mod worker;
 
+#[cfg(test)]
+mod tests;
+
 pub use acl::{Acl, Cidr};
 pub use config::{DataPath, Mode, ProxyConfig};
 pub use policy::ConnectPorts;

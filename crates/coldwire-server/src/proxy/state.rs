@@ -223,3 +223,21 @@ pub struct Origin {
     /// A receive waits for the client to drain (armed on the client's `Sent`).
     pub waiting_for_client: bool,
 }
+
+#[cfg(test)]
+impl Client {
+    /// The connection's state, by name (for tests and debugging).
+    pub fn state_name(&self) -> &'static str {
+        if self.exchange.is_some() {
+            "exchange"
+        } else if self.tunnel.is_some() {
+            "tunnel"
+        } else if self.collapsed_wait.is_some() {
+            "parked"
+        } else if self.session.phase == crate::session::Phase::Lingering {
+            "lingering"
+        } else {
+            "requests"
+        }
+    }
+}

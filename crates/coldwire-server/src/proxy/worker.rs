@@ -78,51 +78,74 @@ pub(super) struct Worker<D: Driver> {
 
 /// Runs a proxy worker until shutdown completes.
 pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -> io::Result<()> {
-    let config = context.config;
     let listener = driver.listen(context.listener)?;
-    let resolver = Resolver::new(driver.waker(), config.resolver_ttl)?;
-    if let Some(store) = &context.store {
-        // Releasing a claim this worker's requests wait for wakes the loop.
-        let waker = driver.waker();
-        store.register_worker(context.index, move || {
-            let _ = waker.wake();
-        });
-    }
-    let wall_clock = SystemTime::now();
-    let mut worker = Worker {
-        driver,
-        peers: Vec::new(),
-        pool: Pool::new(config.pool_per_origin),
-        resolver,
-        resolving: HashMap::new(),
-        store: context.store,
-        date: DateCache::new(wall_clock),
-        wall_clock,
-        http: RequestCounters::default(),
-        stats: context.stats,
+    let parts = WorkerParts {
         index: context.index,
+        config: context.config,
+        stats: context.stats,
         stop: context.stop,
-        listener: Some(listener),
-        drain_deadline: None,
-        clients: 0,
-        log: context.access_log.map(AccessLog::new),
-        revalidator: None,
-        parked: super::collapse::Parked::default(),
-        config,
+        store: context.store,
+        access_log: context.access_log,
     };
+    let mut worker = Worker::new(driver, parts)?;
+    worker.listener = Some(listener);
     worker.run()
 }
 
+/// What a worker is built from, apart from its driver and listener (tests build one
+/// without a listener).
+pub(super) struct WorkerParts {
+    pub(super) index: usize,
+    pub(super) config: Arc<ProxyConfig>,
+    pub(super) stats: Arc<Stats>,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) store: Option<Arc<Store>>,
+    pub(super) access_log: Option<Arc<File>>,
+}
+
 impl<D: Driver> Worker<D> {
+    /// A worker over `driver`, not listening yet.
+    pub(super) fn new(driver: D, parts: WorkerParts) -> io::Result<Worker<D>> {
+        let config = parts.config;
+        let resolver = Resolver::new(driver.waker(), config.resolver_ttl)?;
+        if let Some(store) = &parts.store {
+            // Releasing a claim this worker's requests wait for wakes the loop.
+            let waker = driver.waker();
+            store.register_worker(parts.index, move || {
+                let _ = waker.wake();
+            });
+        }
+        let wall_clock = SystemTime::now();
+        Ok(Worker {
+            driver,
+            peers: Vec::new(),
+            pool: Pool::new(config.pool_per_origin),
+            resolver,
+            resolving: HashMap::new(),
+            store: parts.store,
+            date: DateCache::new(wall_clock),
+            wall_clock,
+            http: RequestCounters::default(),
+            stats: parts.stats,
+            index: parts.index,
+            stop: parts.stop,
+            listener: None,
+            drain_deadline: None,
+            clients: 0,
+            log: parts.access_log.map(AccessLog::new),
+            revalidator: None,
+            parked: super::collapse::Parked::default(),
+            config,
+        })
+    }
+
     fn run(&mut self) -> io::Result<()> {
         loop {
             let timeout = loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref());
             self.driver.wait(timeout)?;
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
-            while let Some(completion) = self.driver.next_completion() {
-                self.handle(completion);
-            }
+            self.handle_completions();
             if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
                 self.start_draining();
             }
@@ -141,6 +164,13 @@ impl<D: Driver> Worker<D> {
                 self.publish();
                 return Ok(());
             }
+        }
+    }
+
+    /// Handles every completion the driver has.
+    pub(super) fn handle_completions(&mut self) {
+        while let Some(completion) = self.driver.next_completion() {
+            self.handle(completion);
         }
     }
 
