@@ -2,9 +2,9 @@
 //! its own upstream pool and resolver, and the cache shared by all workers. Generic over
 //! the driver, so every backend runs the same logic, monomorphised.
 //!
-//! This file owns the loop, the slot table of [`Peer`]s and the dispatch of completions;
-//! the request path is in `client.rs`, upstream connections in `forward.rs`, responses in
-//! `response.rs`, the cache in `cache_fill.rs`, tunnels in `tunnel.rs`.
+//! This file owns the loop, the slot table of [`Peer`]s and the dispatch of each
+//! completion to its connection's side: `client.rs` (the client connection's state
+//! machine) or `origin.rs` (the origin connection's). Neither side's logic is here.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -21,9 +21,9 @@ use coldwire_io::{Completion, ConnectionId, Driver, ListenerId};
 use super::config::ProxyConfig;
 use super::pool::Pool;
 use super::resolver::Resolver;
-use super::state::{Client, Origin, OriginState, Peer};
+use super::state::{Client, ClientState, Origin, OriginState, Peer};
 use crate::access_log::AccessLog;
-use crate::session::{Phase, Session};
+use crate::session::Phase;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 use crate::worker::loop_timeout;
 
@@ -73,7 +73,7 @@ pub(super) struct Worker<D: Driver> {
     /// Background revalidations (`stale-while-revalidate`), started on first use.
     pub(super) revalidator: Option<super::revalidator::Revalidator>,
     /// Requests waiting for other fetches of their keys (collapsed forwarding).
-    pub(super) parked: super::collapse::Parked,
+    pub(super) followers: super::collapse::Followers,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -134,7 +134,7 @@ impl<D: Driver> Worker<D> {
             clients: 0,
             log: parts.access_log.map(AccessLog::new),
             revalidator: None,
-            parked: super::collapse::Parked::default(),
+            followers: super::collapse::Followers::default(),
             config,
         })
     }
@@ -236,12 +236,7 @@ impl<D: Driver> Worker<D> {
         if let Some(input) = client.session.input.take() {
             self.driver.recycle(input);
         }
-        let upstream = client
-            .exchange
-            .as_ref()
-            .and_then(|exchange| exchange.origin)
-            .or_else(|| client.tunnel.as_ref().and_then(|tunnel| tunnel.origin));
-        if let Some(origin) = upstream.and_then(|id| self.take_origin(id)) {
+        if let Some(origin) = client.state.origin().and_then(|id| self.take_origin(id)) {
             self.close_origin(origin);
         }
         client.session.enter(&mut self.driver, Phase::Idle);
@@ -257,32 +252,12 @@ impl<D: Driver> Worker<D> {
         self.driver.close(origin.id);
     }
 
+    /// Hands one completion to the side of the connection it is about.
     fn handle(&mut self, completion: Completion) {
         match completion {
             Completion::Accepted {
                 connection, peer, ..
-            } => {
-                if self.drain_deadline.is_some() {
-                    self.driver.close(connection);
-                    return;
-                }
-                let now = self.driver.now();
-                let mut session = Session::new(connection, peer, now);
-                session.set_deadline(&mut self.driver, now + self.config.runtime.idle_timeout);
-                let client = Box::new(Client {
-                    session,
-                    denied: !self.config.acl.allows(peer.ip()),
-                    exchange: None,
-                    tunnel: None,
-                    body_blocked: false,
-                    request_line: None,
-                    collapsed_wait: None,
-                    collapsed_behind: 0,
-                });
-                *self.slot(connection) = Some(Peer::Client(client));
-                self.clients += 1;
-                self.driver.recv(connection);
-            }
+            } => self.on_accepted(connection, peer),
             Completion::Connected { connection } => self.on_origin_connected(connection),
             Completion::Received { connection, buffer } => {
                 if let Some(mut client) = self.take_client(connection) {
@@ -324,46 +299,9 @@ impl<D: Driver> Worker<D> {
 
     fn on_closed(&mut self, connection: ConnectionId, error: Option<io::Error>) {
         if let Some(client) = self.take_client(connection) {
-            if client.tunnel.is_some() && error.is_none() {
-                self.on_tunnel_client_closed(client);
-            } else {
-                self.close_client(client);
-            }
+            self.on_client_closed(client, error);
         } else if let Some(origin) = self.take_origin(connection) {
             self.on_origin_closed(origin, error);
-        }
-    }
-
-    fn on_client_timer(&mut self, client: &mut Client) -> Step {
-        let session = &mut client.session;
-        if !session.deadline_reached(&mut self.driver) {
-            return Step::Keep;
-        }
-        if client.collapsed_wait.is_some() {
-            return self.collapsed_poll(client);
-        }
-        let now = self.driver.now();
-        if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
-            // Its bytes never pass through here: the driver says whether they moved.
-            return self.spliced_tunnel_deadline(client);
-        }
-        match session.phase {
-            Phase::Idle if client.exchange.is_some() => {
-                // Waiting for the origin: its own timer decides (504).
-                session.set_deadline(&mut self.driver, now + self.config.upstream_timeout);
-                Step::Keep
-            }
-            _ => {
-                if session.survives_deadline(
-                    &mut self.driver,
-                    self.config.runtime.write_timeout,
-                    &mut self.http,
-                ) {
-                    Step::Keep
-                } else {
-                    Step::Close
-                }
-            }
         }
     }
 
@@ -379,9 +317,7 @@ impl<D: Driver> Worker<D> {
             .filter_map(|peer| match peer {
                 Peer::Client(client)
                     if client.session.phase == Phase::Idle
-                        && client.exchange.is_none()
-                        && client.tunnel.is_none()
-                        && client.collapsed_wait.is_none() =>
+                        && matches!(client.state, ClientState::Requests) =>
                 {
                     Some(client.session.id)
                 }

@@ -95,7 +95,7 @@ impl Harness {
     /// The client connection's state, by name; `None` once it is closed.
     pub fn state(&self, id: ConnectionId) -> Option<&'static str> {
         match self.worker.peers.get(id.index())? {
-            Some(Peer::Client(client)) if client.session.id == id => Some(client.state_name()),
+            Some(Peer::Client(client)) if client.session.id == id => Some(client.state.name()),
             _ => None,
         }
     }

@@ -446,3 +446,54 @@ fn a_tunnel_is_spliced_both_ways_when_the_driver_can() {
     assert!(proxy.driver().is_closed(client));
     assert!(proxy.driver().is_closed(origin));
 }
+
+#[test]
+fn bytes_after_an_early_answer_are_never_read_as_a_request() {
+    let mut proxy = Harness::new(|_| {});
+    let client = proxy.accept();
+    let head =
+        format!("POST http://{ORIGIN}/p HTTP/1.1\r\nHost: {ORIGIN}\r\nContent-Length: 100\r\n\r\n");
+    proxy.receive(client, head.as_bytes());
+    let origin = proxy.upstream(0);
+    proxy.complete(Completion::Connected { connection: origin });
+    // A slow client: the early answer is still being written when more bytes arrive.
+    proxy.driver().hold(client);
+    proxy.receive(
+        origin,
+        b"HTTP/1.1 413 Too Large\r\nContent-Length: 2\r\n\r\nno",
+    );
+    assert_eq!(proxy.state(client), Some("closing"));
+    // What the client sends now is the rest of its body, whatever it looks like.
+    proxy.receive(client, &get("/smuggled", ""));
+    assert_eq!(proxy.connects(), 1);
+    assert_eq!(proxy.state(client), Some("closing"));
+    proxy.driver().release(client);
+    proxy.run();
+    assert!(proxy.driver().connection(client).write_shut);
+    assert_eq!(proxy.state(client), Some("lingering"));
+    let answer = proxy.output(client);
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
+    assert!(!answer.contains("smuggled"), "{answer}");
+}
+
+#[test]
+fn a_parked_request_goes_to_the_origin_itself_after_collapse_wait() {
+    let mut proxy = Harness::new(|config| config.collapse_wait = Duration::from_secs(1));
+    let leader = proxy.accept();
+    let follower = proxy.accept();
+    proxy.receive(leader, &get("/slow", ""));
+    proxy.receive(follower, &get("/slow", ""));
+    assert_eq!(proxy.state(follower), Some("parked"));
+    // Polls before the wait is over leave it parked.
+    proxy.driver().advance(Duration::from_millis(500));
+    proxy.complete(Completion::TimerExpired {
+        connection: follower,
+    });
+    assert_eq!(proxy.state(follower), Some("parked"));
+    proxy.driver().advance(Duration::from_millis(600));
+    proxy.complete(Completion::TimerExpired {
+        connection: follower,
+    });
+    assert_eq!(proxy.state(follower), Some("exchange"));
+    assert_eq!(proxy.connects(), 2);
+}
