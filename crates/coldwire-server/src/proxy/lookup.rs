@@ -102,19 +102,20 @@ impl<D: Driver> Worker<D> {
             Lookup::Found(stored) => {
                 let fresh = stored.is_fresh_for(self.wall_clock, &directives);
                 let keep_alive = head.keep_alive() && self.drain_deadline.is_none();
+                let hit = |status| FromStore {
+                    stored: &stored,
+                    version: head.version(),
+                    keep_alive,
+                    head_only: head.method() == Method::Head,
+                    not_modified: client_not_modified(values, &stored),
+                    status,
+                    range: range_for(head, &stored),
+                };
                 if fresh && !self.config.revalidate_always {
-                    let answer = FromStore {
-                        stored: &stored,
-                        version: head.version(),
-                        keep_alive,
-                        head_only: head.method() == Method::Head,
-                        not_modified: client_not_modified(values, &stored),
-                        status: CacheStatus {
-                            detail: waited.map(|_| "collapsed"),
-                            ..CacheStatus::hit(stored.ttl(self.wall_clock))
-                        },
-                        range: range_for(head, &stored),
-                    };
+                    let answer = hit(CacheStatus {
+                        detail: waited.map(|_| "collapsed"),
+                        ..CacheStatus::hit(stored.ttl(self.wall_clock))
+                    });
                     let (status, body_bytes) = self.answer_from_store(&answer, output);
                     self.log_answer(client, status, body_bytes, Some(answer.status.log_token()));
                     return CacheDecision::Answered(Routed::answered(keep_alive));
@@ -122,17 +123,10 @@ impl<D: Driver> Worker<D> {
                 if !self.config.revalidate_always
                     && stored.may_serve_while_revalidating(self.wall_clock, &directives)
                 {
-                    let mut status = CacheStatus::hit(stored.ttl(self.wall_clock));
-                    status.detail = Some("stale-while-revalidate");
-                    let answer = FromStore {
-                        stored: &stored,
-                        version: head.version(),
-                        keep_alive,
-                        head_only: head.method() == Method::Head,
-                        not_modified: client_not_modified(values, &stored),
-                        status,
-                        range: range_for(head, &stored),
-                    };
+                    let answer = hit(CacheStatus {
+                        detail: Some("stale-while-revalidate"),
+                        ..CacheStatus::hit(stored.ttl(self.wall_clock))
+                    });
                     let (code, body_bytes) = self.answer_from_store(&answer, output);
                     self.log_answer(client, code, body_bytes, Some("stale"));
                     self.revalidate_in_background(&key, head, destination, &stored);

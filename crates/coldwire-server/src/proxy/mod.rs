@@ -2,7 +2,7 @@
 //! I/O layer as the origin server (every backend runs the same logic).
 //!
 //! How to read it:
-//! - **connections** — `state.rs` (a client connection is one [`state::ClientState`]:
+//! - **connections** — `state.rs` (a client connection is one `ClientState`:
 //!   requests, exchange, tunnel, parked, closing, lingering; an origin connection one
 //!   `OriginState`), `worker.rs` (the loop; each completion goes to its connection's
 //!   side), `client.rs` and `origin.rs` (one handler per event, a `match` on the state);

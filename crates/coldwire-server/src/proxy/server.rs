@@ -1,5 +1,5 @@
 //! The caching proxy (`coldwire proxy`) as a runtime [`Service`]: the cache shared by all
-//! workers (and its statistics), and one [`ProxyWorkerContext`] per worker; the runtime
+//! workers (and its statistics), and one `ProxyWorkerContext` per worker; the runtime
 //! (`crate::runtime`) does the rest.
 
 use std::sync::Arc;

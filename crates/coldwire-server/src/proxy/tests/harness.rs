@@ -82,6 +82,20 @@ impl Harness {
         id
     }
 
+    /// A new client whose request for `path` went to a new origin connection and was
+    /// answered with `response`; what both were sent is taken. Returns (client, origin).
+    pub fn fetched(&mut self, path: &str, response: &[u8]) -> (ConnectionId, ConnectionId) {
+        let client = self.accept();
+        self.receive(client, &get(path, ""));
+        let last = self.connects() - 1;
+        let origin = self.upstream(last);
+        self.complete(Completion::Connected { connection: origin });
+        self.receive(origin, response);
+        self.output(client);
+        self.output(origin);
+        (client, origin)
+    }
+
     /// The shared store's counters.
     pub fn store_counters(&self) -> coldwire_cache::StoreCounters {
         self.store.as_ref().expect("a store").counters()

@@ -8,6 +8,10 @@ use coldwire_io::Completion;
 
 use super::harness::{Harness, ORIGIN, get};
 
+/// Stale at once, with a validator: the next request revalidates it.
+const REVALIDATED: &[u8] =
+    b"HTTP/1.1 200 OK\r\nCache-Control: max-age=0\r\nETag: \"v1\"\r\nContent-Length: 5\r\n\r\nhello";
+
 const STORABLE: &[u8] =
     b"HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 5\r\n\r\nhello";
 
@@ -206,13 +210,7 @@ fn a_collapsed_follower_is_woken_by_its_leader_and_answered_from_the_store() {
 #[test]
 fn a_pooled_connection_found_closed_is_retried_once_on_a_fresh_one() {
     let mut proxy = Harness::new(|_| {});
-    let client = proxy.accept();
-    proxy.receive(client, &get("/a", ""));
-    let first = proxy.upstream(0);
-    proxy.complete(Completion::Connected { connection: first });
-    proxy.receive(first, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-    proxy.output(client);
-    proxy.output(first);
+    let (client, first) = proxy.fetched("/a", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
     proxy.receive(client, &get("/b", ""));
     assert!(
         proxy.output(first).starts_with("GET /b "),
@@ -311,16 +309,7 @@ fn a_malformed_request_head_gets_400_and_a_lingering_close() {
 #[test]
 fn a_stale_entry_is_revalidated_and_a_304_answers_from_the_store() {
     let mut proxy = Harness::new(|_| {});
-    let client = proxy.accept();
-    proxy.receive(client, &get("/r", ""));
-    let origin = proxy.upstream(0);
-    proxy.complete(Completion::Connected { connection: origin });
-    proxy.receive(
-        origin,
-        b"HTTP/1.1 200 OK\r\nCache-Control: max-age=0\r\nETag: \"v1\"\r\nContent-Length: 5\r\n\r\nhello",
-    );
-    proxy.output(client);
-    proxy.output(origin);
+    let (client, origin) = proxy.fetched("/r", REVALIDATED);
     assert_eq!(proxy.store_counters().stored, 1);
     proxy.receive(client, &get("/r", ""));
     let upstream = proxy.output(origin);
@@ -339,16 +328,7 @@ fn a_stale_entry_is_revalidated_and_a_304_answers_from_the_store() {
 #[test]
 fn a_304_that_selects_nothing_refetches_without_validators() {
     let mut proxy = Harness::new(|_| {});
-    let client = proxy.accept();
-    proxy.receive(client, &get("/r", ""));
-    let origin = proxy.upstream(0);
-    proxy.complete(Completion::Connected { connection: origin });
-    proxy.receive(
-        origin,
-        b"HTTP/1.1 200 OK\r\nCache-Control: max-age=0\r\nETag: \"v1\"\r\nContent-Length: 5\r\n\r\nhello",
-    );
-    proxy.output(client);
-    proxy.output(origin);
+    let (client, origin) = proxy.fetched("/r", REVALIDATED);
     proxy.receive(client, &get("/r", ""));
     proxy.output(origin);
     // Another strong validator: the stored body is not the origin's.
@@ -370,16 +350,10 @@ fn a_304_that_selects_nothing_refetches_without_validators() {
 #[test]
 fn stale_if_error_answers_from_the_store_when_the_origin_fails() {
     let mut proxy = Harness::new(|_| {});
-    let client = proxy.accept();
-    proxy.receive(client, &get("/e", ""));
-    let origin = proxy.upstream(0);
-    proxy.complete(Completion::Connected { connection: origin });
-    proxy.receive(
-        origin,
+    let (client, origin) = proxy.fetched(
+        "/e",
         b"HTTP/1.1 200 OK\r\nCache-Control: max-age=0, stale-if-error=60\r\nContent-Length: 5\r\n\r\nhello",
     );
-    proxy.output(client);
-    proxy.output(origin);
     proxy.receive(client, &get("/e", ""));
     proxy.receive(
         origin,
