@@ -19,7 +19,7 @@ use coldwire_http::ResponseFraming;
 use coldwire_io::{Chunk, Driver, Flush};
 
 use super::exchange::SplicePlan;
-use super::send::write_last_chunk_with_trailers;
+use super::head::write_last_chunk_with_trailers;
 use super::state::{Client, Origin};
 use super::worker::{Step, Worker};
 use crate::session::Phase;

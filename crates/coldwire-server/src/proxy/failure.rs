@@ -13,7 +13,7 @@
 use coldwire_http::{ResponseFraming, Status};
 use coldwire_io::Driver;
 
-use super::error::{ExchangeError, Retry};
+use super::error::{ExchangeError, Retry, Side};
 use super::state::{Client, ClientState, Origin};
 use super::worker::{Step, Worker};
 use crate::output::Output;
@@ -140,11 +140,11 @@ impl<D: Driver> Worker<D> {
         self.flush_client(client)
     }
 
-    /// Ends the exchange with stored content (when `stale-if-error` or
-    /// `--serve-stale-on-error` allows) or the error's answer, queued for the client (not
+    /// Ends the exchange with stored content (for an origin failure, when `stale-if-error`
+    /// or `--serve-stale-on-error` allows) or the error's answer, queued for the client (not
     /// flushed).
     pub(super) fn end_with_error(&mut self, client: &mut Client, error: ExchangeError) {
-        if self.answer_stale_on_error(client, error.status) {
+        if error.side == Side::Origin && self.answer_stale_on_error(client, error.status) {
             return;
         }
         let Some(exchange) = client.state.take_exchange() else {

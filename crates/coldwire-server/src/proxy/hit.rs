@@ -4,6 +4,9 @@
 //! `stale-while-revalidate` hits), by the response head phase (a `304` that freshened the
 //! stored response: the client is answered from the freshened copy) and by `stale.rs`
 //! (stored content in place of an origin error).
+//!
+//! Invariants: a stored body is never copied (its shared `Bytes`, or slices of them, are
+//! queued); a `304` or `HEAD` answer carries no body; every answer is counted here.
 
 use coldwire_cache::{CacheStatus, StoredResponse};
 use coldwire_http::{RangeOutcome, Version};

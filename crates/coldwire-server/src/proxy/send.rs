@@ -10,10 +10,11 @@
 //! the origin) and the client gets a 400 and a close, or only the close when the response
 //! had started.
 
-use coldwire_http::{ChunkedDecoder, Status, write_chunk};
+use coldwire_http::{Status, write_chunk};
 use coldwire_io::{Chunk, ConnectionId, Driver, Flush};
 
 use super::exchange::RequestBody;
+use super::head::write_last_chunk_with_trailers;
 use super::state::{Client, ClientState, Origin};
 use super::worker::{Step, Worker};
 use crate::output::Output;
@@ -27,24 +28,6 @@ pub(super) enum BodyStep {
     Waiting,
     /// The body was malformed and the exchange aborted; the client must be flushed.
     Aborted,
-}
-
-/// The last chunk, the trailer fields that may be forwarded, and the final CRLF.
-pub(super) fn write_last_chunk_with_trailers(
-    out: &mut Vec<u8>,
-    decoder: &ChunkedDecoder,
-    with_trailers: bool,
-) {
-    out.extend_from_slice(b"0\r\n");
-    for (name, value) in decoder.trailers() {
-        if with_trailers && coldwire_http::allowed_in_trailers(name) {
-            out.extend_from_slice(name);
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    out.extend_from_slice(b"\r\n");
 }
 
 impl<D: Driver> Worker<D> {
