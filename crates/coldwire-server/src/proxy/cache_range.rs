@@ -20,9 +20,8 @@ use coldwire_http::{
 };
 use coldwire_io::{Chunk, Driver};
 
-use super::client::Routed;
 use super::head::{ClientFraming, ClientHead, write_client_head};
-use super::state::Client;
+use super::state::{Client, Routed};
 use super::worker::Worker;
 use crate::output::Output;
 
@@ -99,11 +98,7 @@ impl<D: Driver> Worker<D> {
         self.http.count_response(206);
         self.http.body_bytes += body_bytes;
         self.log_answer(client, 206, body_bytes, Some("hit"));
-        Some(if keep_alive {
-            Routed::Answered
-        } else {
-            Routed::AnsweredThenClose
-        })
+        Some(Routed::answered(keep_alive))
     }
 }
 

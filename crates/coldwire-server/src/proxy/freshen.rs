@@ -9,19 +9,19 @@
 //! anything of the response; a refetch happens at most once per exchange and only for a
 //! request without a body.
 
-use coldwire_http::Status;
 use coldwire_io::Driver;
 
 use super::head::{UpstreamResponse, end_to_end};
-use super::state::{Client, RequestBody};
-use super::worker::{Step, Worker};
+use super::state::Client;
+use super::worker::Worker;
 
 /// What the exchange does after [`Worker::final_head_arrived`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum AfterHead {
     /// Pass the response on (or answer from the freshened store).
     Continue,
-    /// Send the request again without the stored validators (see the module docs).
+    /// Send the request again without the stored validators (see the module docs;
+    /// `failure.rs` does it).
     Refetch,
 }
 
@@ -36,7 +36,7 @@ impl<D: Driver> Worker<D> {
         let Some(store) = self.store.clone() else {
             return AfterHead::Continue;
         };
-        let Some(exchange) = client.exchange.as_mut() else {
+        let Some(exchange) = client.state.exchange_mut() else {
             return AfterHead::Continue;
         };
         if let Some(key) = exchange.cache.invalidate.take() {
@@ -48,7 +48,7 @@ impl<D: Driver> Worker<D> {
         let Some(key) = exchange.cache.key.as_deref() else {
             return AfterHead::Continue;
         };
-        let times = (exchange.request_time, self.wall_clock);
+        let times = (exchange.upstream.request_time, self.wall_clock);
         match response.status {
             304 => {
                 let update = end_to_end(&response.fields);
@@ -65,8 +65,8 @@ impl<D: Driver> Worker<D> {
                         AfterHead::Continue
                     }
                     None if !exchange.cache.refetch
-                        && matches!(exchange.body, RequestBody::Done)
-                        && exchange.address.is_some() =>
+                        && !exchange.request.body_pending()
+                        && exchange.upstream.address.is_some() =>
                     {
                         exchange.cache.refetch = true;
                         AfterHead::Refetch
@@ -76,7 +76,7 @@ impl<D: Driver> Worker<D> {
                     None => AfterHead::Continue,
                 }
             }
-            200 if exchange.head_only => {
+            200 if exchange.request.head_only => {
                 let request = &exchange.cache.request_fields;
                 let update = end_to_end(&response.fields);
                 store.freshen_with_head(
@@ -90,59 +90,5 @@ impl<D: Driver> Worker<D> {
             }
             _ => AfterHead::Continue,
         }
-    }
-
-    /// The revalidation's `304` did not select the stored response: send the request again
-    /// without the stored validators, on a fresh connection (the origin connection has been
-    /// closed by the caller), and serve what the origin answers.
-    pub(super) fn refetch_unconditionally(&mut self, client: &mut Client) -> Step {
-        let Some(exchange) = client.exchange.as_mut() else {
-            return Step::Close;
-        };
-        exchange.origin = None;
-        exchange.cache.stored = None;
-        exchange.request = without_validators(&exchange.request);
-        exchange.retried = true;
-        exchange.interim_skip = 0;
-        let Some(address) = exchange.address else {
-            return self.fail_before_response(client, Status::BAD_GATEWAY);
-        };
-        self.open_upstream(client, address);
-        if client.exchange.is_none() {
-            return self.flush_client(client);
-        }
-        Step::Keep
-    }
-}
-
-/// The upstream request head without `If-None-Match` / `If-Modified-Since` lines (a
-/// revalidation's head carries only the proxy's own; the client's were never forwarded).
-fn without_validators(request: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(request.len());
-    for line in request.split_inclusive(|&byte| byte == b'\n') {
-        let name = line.split(|&byte| byte == b':').next().unwrap_or_default();
-        if name.eq_ignore_ascii_case(b"if-none-match")
-            || name.eq_ignore_ascii_case(b"if-modified-since")
-        {
-            continue;
-        }
-        out.extend_from_slice(line);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refetch_drops_only_the_validators() {
-        let request = b"GET /a HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\"\r\n\
-                        if-modified-since: Mon, 02 Nov 2026 00:00:00 GMT\r\n\
-                        Accept: */*\r\nVia: 1.1 coldwire\r\n\r\n";
-        assert_eq!(
-            without_validators(request),
-            b"GET /a HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nVia: 1.1 coldwire\r\n\r\n"
-        );
     }
 }

@@ -1,7 +1,9 @@
 //! Message heads as the proxy rewrites them: the request sent upstream (origin-form target,
 //! `Host`, hop-by-hop fields removed, `Via` added, validators for a revalidation), the
 //! response head parsed from the origin into owned [`Fields`], and the response head
-//! written to the client (its own framing, `Via`, `Age`, `Cache-Status`, `Connection`).
+//! written to the client (its own framing, `Via`, `Age`, `Cache-Status`, `Connection`);
+//! and the end of a chunked body the proxy re-encodes (the last chunk with only the
+//! trailer fields allowed there), in either direction.
 //!
 //! Invariants: hop-by-hop fields — `Connection` and every field it names, `Keep-Alive`,
 //! `Proxy-*`, `TE`, `Trailer`, `Upgrade` — never cross the proxy. A request's framing is
@@ -75,6 +77,24 @@ fn is_framing_field(name: &[u8]) -> bool {
 fn is_expect_continue(name: &[u8], value: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"expect")
         && coldwire_http::fields::trim_ows(value).eq_ignore_ascii_case(b"100-continue")
+}
+
+/// The last chunk, the trailer fields that may be forwarded, and the final CRLF.
+pub fn write_last_chunk_with_trailers(
+    out: &mut Vec<u8>,
+    decoder: &coldwire_http::ChunkedDecoder,
+    with_trailers: bool,
+) {
+    out.extend_from_slice(b"0\r\n");
+    for (name, value) in decoder.trailers() {
+        if with_trailers && coldwire_http::allowed_in_trailers(name) {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// How many `Via` members of a request name this proxy (`1.1 NAME`): a request that has

@@ -6,7 +6,7 @@
 //! Invariants: an HTTP/1.0 client never gets one (it cannot parse them); a client gets at
 //! most one `100 Continue` per request (the proxy answers `Expect: 100-continue` itself, so
 //! the origin's own 100 is then dropped); `101 Switching Protocols` is never forwarded — the
-//! proxy never forwards `Upgrade`, so a 101 is an origin error (502, `response.rs`).
+//! proxy never forwards `Upgrade`, so a 101 is an origin error (502, `response_head.rs`).
 
 use coldwire_http::Version;
 use coldwire_http::owned_fields::Fields;
@@ -21,17 +21,17 @@ impl<D: Driver> Worker<D> {
     /// Passes an interim response on to the client (when it may have it) and sends it at
     /// once: the final response may be long in coming (that is what 103 is for).
     pub(super) fn forward_interim(&mut self, client: &mut Client, response: &UpstreamResponse) {
-        let Some(exchange) = client.exchange.as_mut() else {
+        let Some(exchange) = client.state.exchange_mut() else {
             return;
         };
-        if exchange.version != Version::Http11 {
+        if exchange.request.version != Version::Http11 {
             return;
         }
         if response.status == 100 {
-            if exchange.continue_sent {
+            if exchange.request.continue_sent {
                 return;
             }
-            exchange.continue_sent = true;
+            exchange.request.continue_sent = true;
         }
         let mut output = Output::new(client.session.id);
         write_interim_head(

@@ -12,11 +12,11 @@ use coldwire_http::owned_fields::Fields;
 use coldwire_http::{RequestHead, Status};
 use coldwire_io::Driver;
 
-use super::cache_fill::FromStore;
-use super::client::Destination;
 use super::head::write_upstream_request;
+use super::hit::{FromStore, client_not_modified};
 use super::revalidator::{Revalidation, Revalidator, RevalidatorLimits};
-use super::state::{Client, RequestBody};
+use super::route::Destination;
+use super::state::{Client, ClientState};
 use super::worker::Worker;
 use crate::output::Output;
 
@@ -79,7 +79,7 @@ impl<D: Driver> Worker<D> {
     /// (off by default; RFC 9111 §4.2.4 allows a disconnected cache to serve stale).
     pub(super) fn stale_on_error_available(&self, client: &Client, disconnected: bool) -> bool {
         let window = self.config.serve_stale_on_error;
-        client.exchange.as_ref().is_some_and(|exchange| {
+        client.state.exchange().is_some_and(|exchange| {
             exchange.cache.stored.as_ref().is_some_and(|stored| {
                 stored.may_serve_on_error(self.wall_clock, &exchange.cache.request_directives)
                     || (disconnected && stored.may_serve_disconnected(self.wall_clock, window))
@@ -97,22 +97,21 @@ impl<D: Driver> Worker<D> {
         if !self.stale_on_error_available(client, disconnected) {
             return false;
         }
-        let by_directive = client.exchange.as_ref().is_some_and(|exchange| {
+        let by_directive = client.state.exchange().is_some_and(|exchange| {
             exchange.cache.stored.as_ref().is_some_and(|stored| {
                 stored.may_serve_on_error(self.wall_clock, &exchange.cache.request_directives)
             })
         });
-        let Some(exchange) = client.exchange.take() else {
+        let Some(exchange) = client.state.take_exchange() else {
             return false;
         };
         let Some(stored) = exchange.cache.stored.clone() else {
             return false;
         };
-        if let Some(origin) = exchange.origin.and_then(|id| self.take_origin(id)) {
+        if let Some(origin) = exchange.upstream.origin.and_then(|id| self.take_origin(id)) {
             self.driver.close(origin.id);
         }
-        let body_pending = !matches!(exchange.body, RequestBody::Done);
-        let keep_alive = exchange.keep_alive && !body_pending;
+        let keep_alive = exchange.request.keep_alive && !exchange.request.body_pending();
         let mut cache_status = CacheStatus::forward(Forward::Stale);
         // Only an answer from the origin has a status to report; 502/504 are our own.
         if !matches!(status, Status::BAD_GATEWAY | Status::GATEWAY_TIMEOUT) {
@@ -127,24 +126,23 @@ impl<D: Driver> Worker<D> {
         let fields = &exchange.cache.request_fields;
         let answer = FromStore {
             stored: &stored,
-            version: exchange.version,
+            version: exchange.request.version,
             keep_alive,
-            head_only: exchange.head_only,
-            not_modified: super::cache_fill::client_not_modified(
-                |name| fields.values(name).collect(),
-                &stored,
-            ),
+            head_only: exchange.request.head_only,
+            not_modified: client_not_modified(|name| fields.values(name).collect(), &stored),
             status: cache_status,
             range: coldwire_http::RangeOutcome::Full,
         };
         let mut output = Output::new(client.session.id);
         let (code, body_bytes) = self.answer_from_store(&answer, &mut output);
         output.finish(&mut self.driver);
-        let upstream = self.wall_clock.duration_since(exchange.request_time).ok();
+        let upstream = self
+            .wall_clock
+            .duration_since(exchange.upstream.request_time)
+            .ok();
         self.log_line(client, code, body_bytes, "stale", upstream);
         if !keep_alive {
-            client.session.close_after_write = true;
-            client.session.linger = true;
+            client.state = ClientState::Closing { linger: true };
         }
         true
     }
