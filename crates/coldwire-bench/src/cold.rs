@@ -76,7 +76,10 @@ impl<D: Driver> Engine<D> {
 
     fn connect_cold(&mut self) {
         self.cold.attempted += 1;
-        let endpoint = self.config.cold_address.unwrap_or(self.endpoints[0]);
+        let endpoint = self
+            .config
+            .cold_address
+            .unwrap_or(self.workload.endpoints()[0]);
         match self.driver.connect(endpoint) {
             Ok(id) => {
                 *self.slot_mut(id) = Slot::Cold(Cold {

@@ -1,4 +1,4 @@
-//! The load to generate: targets, connection behaviour, cold connections, and the phases
+//! The load to generate: targets (and the workload that uses them), connection behaviour, cold connections, and the phases
 //! (rate, warm-up, measured duration). Plain data with defaults that match the CLI's.
 
 use std::net::SocketAddr;
@@ -79,6 +79,14 @@ pub struct LoadConfig {
     /// it sooner (Kim & Rixner's latency experiment). Latencies exclude the rest; zero is off.
     #[serde(serialize_with = "serialize_seconds")]
     pub rtt: Duration,
+    /// Which registered workload makes the requests (`crate::workload::WORKLOADS`):
+    /// `urls`, the default, uses `targets`. Recorded in the JSON only when not the default.
+    #[serde(skip_serializing_if = "is_default_workload")]
+    pub workload: &'static str,
+}
+
+fn is_default_workload(name: &&'static str) -> bool {
+    *name == crate::workload::urls::NAME
 }
 
 fn serialize_targets<S: serde::Serializer>(
@@ -125,6 +133,7 @@ impl LoadConfig {
             poll: true,
             seed: 1,
             rtt: Duration::ZERO,
+            workload: crate::workload::urls::NAME,
         }
     }
 

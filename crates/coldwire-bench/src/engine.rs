@@ -17,7 +17,6 @@
 //! every timer is lazy (re-armed on expiry when its deadline moved).
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -30,7 +29,7 @@ use crate::error::BenchError;
 use crate::recorder::{ErrorKind, Recorder};
 use crate::response::ResponseReader;
 use crate::schedule::{Random, Schedule};
-use crate::target::{PreparedTarget, prepare};
+use crate::workload::{self, RequestSpec, Workload};
 
 /// Below this distance to the next slot the loop polls instead of sleeping: a wait's
 /// timeout is rounded up to a whole millisecond by the kernel interface.
@@ -48,7 +47,7 @@ pub(crate) struct Request {
     pub(crate) sent: Instant,
     pub(crate) measured: bool,
     pub(crate) last: bool,
-    pub(crate) target: usize,
+    pub(crate) request: RequestSpec,
     /// Already re-sent once after a kept-alive connection failed under it.
     pub(crate) retried: bool,
 }
@@ -92,7 +91,7 @@ pub(crate) enum Slot {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pending {
     pub(crate) intended: Instant,
-    pub(crate) target: usize,
+    pub(crate) request: RequestSpec,
     pub(crate) measured: bool,
     pub(crate) retried: bool,
 }
@@ -175,8 +174,7 @@ pub struct PhaseMeasurement {
 pub struct Engine<D: Driver> {
     pub(crate) driver: D,
     pub(crate) config: LoadConfig,
-    pub(crate) targets: Vec<PreparedTarget>,
-    pub(crate) endpoints: Vec<SocketAddr>,
+    pub(crate) workload: Box<dyn Workload>,
     pub(crate) trickle_head: Bytes,
     pub(crate) random: Random,
     pub(crate) slots: Vec<Slot>,
@@ -194,21 +192,34 @@ pub struct Engine<D: Driver> {
 }
 
 impl<D: Driver> Engine<D> {
-    /// An engine over `driver` (sized for the connections it will hold) for `config`.
+    /// An engine over `driver` (sized for the connections it will hold) for `config`, its
+    /// requests made by the workload `config.workload` names (`urls`: `config.targets`).
     /// `stop` ends the run early when set (e.g. by SIGINT); results so far are kept.
     pub fn new(driver: D, config: LoadConfig, stop: Arc<AtomicBool>) -> Result<Self, BenchError> {
         config.validate()?;
-        let (targets, endpoints) = prepare(&config.targets, config.proxy)?;
-        let trickle_head = targets
-            .first()
-            .map(|target| target.keep_alive.clone())
-            .unwrap_or_default();
+        let workload = workload::build(&config)?;
+        Self::with_workload(driver, config, workload, stop)
+    }
+
+    /// [`Engine::new`] with a workload built by the caller.
+    pub fn with_workload(
+        driver: D,
+        config: LoadConfig,
+        workload: Box<dyn Workload>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self, BenchError> {
+        config.validate()?;
+        if workload.endpoints().is_empty() {
+            return Err(BenchError::Config(
+                "the workload has no address to send to".into(),
+            ));
+        }
+        let trickle_head = workload.trickle_head();
         let random = Random::new(config.seed ^ 0x5eed);
         Ok(Engine {
-            idle: vec![Vec::new(); endpoints.len()],
+            idle: vec![Vec::new(); workload.endpoints().len()],
             driver,
-            targets,
-            endpoints,
+            workload,
             trickle_head,
             random,
             slots: Vec::new(),
@@ -512,22 +523,6 @@ impl<D: Driver> Engine<D> {
             self.fail_hot(id, ErrorKind::Timeout);
         }
         abandoned
-    }
-
-    /// Picks a target by weight.
-    pub(crate) fn choose_target(&mut self) -> usize {
-        if self.targets.len() == 1 {
-            return 0;
-        }
-        let total = self
-            .targets
-            .last()
-            .map_or(1.0, |target| target.cumulative_weight);
-        let point = self.random.next_unit() * total;
-        self.targets
-            .iter()
-            .position(|target| point < target.cumulative_weight)
-            .unwrap_or(self.targets.len() - 1)
     }
 
     /// Closes every connection (end of the run).

@@ -4,6 +4,8 @@
 
 use std::io;
 
+use coldwire_process::{Failure, ProcessError};
+
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -57,4 +59,37 @@ pub enum BenchError {
         /// What went wrong.
         reason: String,
     },
+}
+
+/// A server the generator starts (`--spawn`, the built-in scenario) is run by
+/// `coldwire_process`; its failures read as the generator's own messages.
+impl From<ProcessError> for BenchError {
+    fn from(error: ProcessError) -> BenchError {
+        let reason = match &error {
+            ProcessError::Start { source, .. } => source.to_string(),
+            ProcessError::Failed { failure, .. } => match failure {
+                Failure::ExitedEarly => {
+                    "it exited before it was ready (see its messages above)".to_owned()
+                }
+                Failure::NoReadyLine { prefix, timeout } => {
+                    format!("no `{prefix}` line within {timeout:?}")
+                }
+                Failure::NotCaptured => "its output is not captured".to_owned(),
+                Failure::ExitedBeforeAccepting { .. } => {
+                    "it exited before accepting connections: check it runs in the foreground \
+                     (e.g. nginx -g 'daemon off;') and see its messages above"
+                        .to_owned()
+                }
+                Failure::NotAccepting { address, timeout } => format!(
+                    "nothing accepts connections on {address} after {timeout:?}: check the \
+                     command listens where --url (or --proxy) points, or raise --spawn-wait"
+                ),
+                other => other.to_string(),
+            },
+        };
+        BenchError::Spawn {
+            command: error.command().to_owned(),
+            reason,
+        }
+    }
 }

@@ -22,14 +22,14 @@ impl<D: Driver> Engine<D> {
     /// Issues one request intended at `intended`: on an idle connection to its endpoint, a
     /// new connection, or (all `--connections` busy) the backlog.
     pub(crate) fn issue(&mut self, intended: Instant, measured: bool) {
-        let target = self.choose_target();
+        let request = self.workload.next_request(intended, &mut self.random);
         let pending = Pending {
             intended,
-            target,
+            request,
             measured,
             retried: false,
         };
-        let endpoint = self.targets[target].endpoint;
+        let endpoint = request.endpoint;
         while let Some(id) = self.idle[endpoint].pop() {
             if self.hot_mut(id).is_some_and(|hot| hot.idle) {
                 self.send_request(id, pending);
@@ -61,8 +61,8 @@ impl<D: Driver> Engine<D> {
 
     fn open_and_send(&mut self, pending: Pending) {
         let measured = pending.measured;
-        let endpoint = self.targets[pending.target].endpoint;
-        match self.driver.connect(self.endpoints[endpoint]) {
+        let endpoint = pending.request.endpoint;
+        match self.driver.connect(self.workload.endpoints()[endpoint]) {
             Ok(id) => {
                 self.hot_open += 1;
                 if measured {
@@ -99,7 +99,7 @@ impl<D: Driver> Engine<D> {
     fn send_request(&mut self, id: ConnectionId, pending: Pending) {
         let Pending {
             intended,
-            target,
+            request,
             measured,
             retried,
         } = pending;
@@ -109,14 +109,14 @@ impl<D: Driver> Engine<D> {
             return;
         };
         let last = limit != 0 && hot.served + 1 >= limit;
-        let bytes = self.targets[target].next_request(last);
+        let bytes = self.workload.request_bytes(request, last);
         let sent = Instant::now();
         hot.request = Some(Request {
             intended,
             sent,
             measured,
             last,
-            target,
+            request,
             retried,
         });
         hot.idle = false;
@@ -270,7 +270,7 @@ impl<D: Driver> Engine<D> {
             self.driver.recv(id);
             return;
         };
-        let endpoint = self.targets[pending.target].endpoint;
+        let endpoint = pending.request.endpoint;
         if self.hot_mut(id).is_some_and(|hot| hot.endpoint == endpoint) {
             self.send_request(id, pending);
         } else {
@@ -325,7 +325,7 @@ impl<D: Driver> Engine<D> {
             if retry {
                 self.backlog.push_front(Pending {
                     intended: request.intended,
-                    target: request.target,
+                    request: request.request,
                     measured: request.measured,
                     retried: true,
                 });

@@ -10,6 +10,9 @@
 //! * **Server cost** ([`proc_stats`], [`server_stats`]): CPU of the server's threads from
 //!   `/proc/PID/task/*/schedstat`, the machine's from `/proc/stat`, RSS, descriptors; and
 //!   coldwire's own loop counters from its stats endpoint — per request.
+//! * **Workloads** ([`workload`]): what is asked for, behind the [`Workload`] trait — today
+//!   the weighted `--url` list ([`workload::urls`]); a new workload is one file and one
+//!   entry in [`workload::WORKLOADS`].
 //! * **Results** ([`report`], [`table`]): a versioned JSON document (`docs/bench-json.md`)
 //!   and a table for people; [`saturate`] steps the rate to find the knee.
 //!
@@ -27,9 +30,9 @@ pub mod run;
 pub mod saturate;
 pub mod schedule;
 pub mod server_stats;
-pub mod spawn;
 pub mod table;
 pub mod target;
+pub mod workload;
 
 mod cold;
 mod hot;
@@ -41,3 +44,4 @@ pub use report::{BenchReport, SCHEMA_VERSION};
 pub use run::{BenchPlan, ServerWatch, run_benchmark};
 pub use schedule::Arrivals;
 pub use target::Target;
+pub use workload::{RequestSpec, Workload};

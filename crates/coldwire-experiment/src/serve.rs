@@ -6,13 +6,13 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use coldwire_io::Backend;
+use coldwire_process::Process;
 
-use crate::process::ServerProcess;
+use crate::process::{server_error, start_server};
 
 /// How long a starting server gets to print its addresses.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -26,14 +26,7 @@ pub struct DocumentRoot {
 impl DocumentRoot {
     /// Writes one file per size into a new directory under the system's temporary directory.
     pub fn create(sizes: &[u64]) -> anyhow::Result<DocumentRoot> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "coldwire-experiment-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create {} (TMPDIR)", path.display()))?;
+        let path = crate::output::scratch_dir("coldwire-experiment")?;
         let root = DocumentRoot { path };
         for &size in sizes {
             let contents: Vec<u8> = (0..size)
@@ -65,7 +58,7 @@ impl Drop for DocumentRoot {
 /// A running `coldwire serve`.
 pub struct ColdwireServe {
     /// The process (stopped on drop).
-    pub process: ServerProcess,
+    pub process: Process,
     /// Where it serves.
     pub address: SocketAddr,
     /// Its stats endpoint (`http://ADDR/stats`).
@@ -106,9 +99,13 @@ impl ColdwireServe {
         args.push("--root".into());
         args.push(root.display().to_string());
         args.extend(extra.iter().cloned());
-        let mut process = ServerProcess::start(coldwire, &args, cpu)?;
-        let listen = process.wait_for_line("listening on http://", START_TIMEOUT)?;
-        let stats_url = process.wait_for_line("stats on ", START_TIMEOUT)?;
+        let mut process = start_server(coldwire, &args, cpu)?;
+        let listen = process
+            .wait_for_line("listening on http://", START_TIMEOUT)
+            .map_err(server_error)?;
+        let stats_url = process
+            .wait_for_line("stats on ", START_TIMEOUT)
+            .map_err(server_error)?;
         let address = listen
             .parse()
             .with_context(|| format!("coldwire serve printed an unexpected address `{listen}`"))?;

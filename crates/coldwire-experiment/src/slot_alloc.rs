@@ -13,7 +13,7 @@ mod summary;
 use std::hint::black_box;
 
 use anyhow::{Context, ensure};
-use coldwire_io::slot_table::LowestFreeBitmap;
+use coldwire_io::LowestFreeBitmap;
 use serde::{Deserialize, Serialize};
 
 use crate::{ExperimentRecord, RunContext, scenario};

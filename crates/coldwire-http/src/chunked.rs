@@ -4,14 +4,18 @@
 //! - Input may be split anywhere; the decoded body and the position of the end of the message
 //!   are the same for every split (property-tested).
 //! - Body bytes are handed out as sub-slices of the input, never copied.
-//! - Every line ends in CRLF (a bare LF is an error: lenient line endings inside bodies are a
-//!   request-smuggling vector). Chunk extensions are skipped; trailer fields are skipped
-//!   without interpretation. Size lines and the trailer section are bounded, and a chunk size
-//!   that overflows `u64` is an error, so a peer cannot make the decoder loop or buffer
-//!   unboundedly.
+//! - Every line ends in CRLF (a bare LF or bare CR is an error: lenient line endings inside
+//!   bodies are a request-smuggling vector). Size lines follow the grammar exactly
+//!   (`chunk_line.rs`): chunk extensions are checked, then skipped. Trailer lines must
+//!   be field lines (`token ":" value`); they are kept (see [`ChunkedDecoder::trailers`]) for
+//!   the caller to filter ([`crate::trailers`]). Size lines and the trailer section are
+//!   bounded, and a chunk size that overflows `u64` is an error, so a peer cannot make the
+//!   decoder loop or buffer unboundedly.
 //! - After an error the decoder stays failed; after the end it consumes nothing more.
 
+use crate::chunk_line::{LineStep, SizeLine};
 use crate::error::HttpError;
+use crate::trailers::{TrailerFields, check_field_line};
 
 /// Default bound on one chunk-size line including extensions (bytes before the CRLF).
 pub const DEFAULT_MAX_CHUNK_LINE_BYTES: usize = 4096;
@@ -21,12 +25,8 @@ pub const DEFAULT_MAX_TRAILER_BYTES: usize = 8192;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Reading chunk-size hex digits.
-    Size,
-    /// Whitespace after the size (before `;` or CR).
-    SizeWhitespace,
-    /// Inside chunk extensions, skipping to CR.
-    Extension,
+    /// Inside a chunk-size line (size, then extensions).
+    Size(SizeLine),
     /// Saw CR at the end of a size line.
     SizeLf,
     /// Inside chunk data.
@@ -70,6 +70,8 @@ pub struct ChunkedDecoder {
     max_line: usize,
     max_trailer: usize,
     error: Option<HttpError>,
+    /// Trailer lines received so far, each without its CRLF and followed by `\n`.
+    trailer: Vec<u8>,
 }
 
 impl Default for ChunkedDecoder {
@@ -88,7 +90,7 @@ impl ChunkedDecoder {
     /// A decoder with explicit bounds on a chunk-size line and on the trailer section.
     pub fn with_limits(max_chunk_line_bytes: usize, max_trailer_bytes: usize) -> ChunkedDecoder {
         ChunkedDecoder {
-            state: State::Size,
+            state: State::Size(SizeLine::Start),
             chunk_size: 0,
             remaining: 0,
             line_len: 0,
@@ -97,12 +99,20 @@ impl ChunkedDecoder {
             max_line: max_chunk_line_bytes,
             max_trailer: max_trailer_bytes,
             error: None,
+            trailer: Vec::new(),
         }
     }
 
     /// True once the whole chunked body (including trailers) has been consumed.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
+    }
+
+    /// The trailer fields received (complete once [`ChunkedDecoder::is_done`]), as
+    /// (name, value) in received order; every one passed [`crate::trailers`]' field-line
+    /// check. Filter them with [`crate::trailers::allowed_in_trailers`] before forwarding.
+    pub fn trailers(&self) -> TrailerFields<'_> {
+        TrailerFields::new(&self.trailer)
     }
 
     /// Total body bytes decoded so far (what `Content-Length` would have been); use it to
@@ -189,12 +199,23 @@ impl ChunkedDecoder {
     /// Advances the framing state machine by one byte (never called in `Data` or `Done`).
     fn step(&mut self, byte: u8) -> Result<(), HttpError> {
         match self.state {
-            State::Size | State::SizeWhitespace | State::Extension => {
+            State::Size(line) => {
                 self.line_len += 1;
                 if self.line_len > self.max_line {
                     return Err(HttpError::InvalidChunkedBody("chunk size line too long"));
                 }
-                self.step_size_line(byte)
+                match line.step(byte)? {
+                    LineStep::Continue(next) => self.state = State::Size(next),
+                    LineStep::Digit(value) => {
+                        if self.chunk_size > (u64::MAX >> 4) {
+                            return Err(HttpError::InvalidChunkedBody("chunk size overflow"));
+                        }
+                        self.chunk_size = (self.chunk_size << 4) | u64::from(value);
+                        self.state = State::Size(SizeLine::Digits);
+                    }
+                    LineStep::End => self.state = State::SizeLf,
+                }
+                Ok(())
             }
             State::SizeLf => {
                 expect_lf(byte)?;
@@ -210,7 +231,7 @@ impl ChunkedDecoder {
             State::DataCr => {
                 if byte != b'\r' {
                     return Err(HttpError::InvalidChunkedBody(
-                        "missing CRLF after chunk data",
+                        "chunk data longer than its size (no CRLF after it)",
                     ));
                 }
                 self.state = State::DataLf;
@@ -219,7 +240,7 @@ impl ChunkedDecoder {
             State::DataLf => {
                 expect_lf(byte)?;
                 self.chunk_size = 0;
-                self.state = State::Size;
+                self.state = State::Size(SizeLine::Start);
                 Ok(())
             }
             State::TrailerLineStart | State::TrailerLine => {
@@ -231,12 +252,22 @@ impl ChunkedDecoder {
                     (State::TrailerLineStart, b'\r') => self.state = State::TrailerEndLf,
                     (_, b'\r') => self.state = State::TrailerLineLf,
                     (_, b'\n') => return Err(HttpError::InvalidChunkedBody("bare LF")),
-                    _ => self.state = State::TrailerLine,
+                    _ => {
+                        self.trailer.push(byte);
+                        self.state = State::TrailerLine;
+                    }
                 }
                 Ok(())
             }
             State::TrailerLineLf => {
                 expect_lf(byte)?;
+                let line_start = self
+                    .trailer
+                    .iter()
+                    .rposition(|&stored| stored == b'\n')
+                    .map_or(0, |newline| newline + 1);
+                check_field_line(self.trailer.get(line_start..).unwrap_or(&[]))?;
+                self.trailer.push(b'\n');
                 self.state = State::TrailerLineStart;
                 Ok(())
             }
@@ -248,51 +279,15 @@ impl ChunkedDecoder {
             State::Data | State::Done | State::Failed => Ok(()),
         }
     }
-
-    fn step_size_line(&mut self, byte: u8) -> Result<(), HttpError> {
-        match (self.state, byte) {
-            (State::Size, _) if byte.is_ascii_hexdigit() => {
-                if self.chunk_size > (u64::MAX >> 4) {
-                    return Err(HttpError::InvalidChunkedBody("chunk size overflow"));
-                }
-                self.chunk_size = (self.chunk_size << 4) | u64::from(hex_digit_value(byte));
-                Ok(())
-            }
-            (State::Size, _) if self.line_len == 1 => {
-                Err(HttpError::InvalidChunkedBody("missing chunk size"))
-            }
-            (State::Size | State::SizeWhitespace, b' ' | b'\t') => {
-                self.state = State::SizeWhitespace;
-                Ok(())
-            }
-            (State::Size | State::SizeWhitespace, b';') => {
-                self.state = State::Extension;
-                Ok(())
-            }
-            (_, b'\r') => {
-                self.state = State::SizeLf;
-                Ok(())
-            }
-            (State::Extension, _) if byte == b'\t' || (byte >= 0x20 && byte != 0x7f) => Ok(()),
-            _ => Err(HttpError::InvalidChunkedBody("invalid chunk size line")),
-        }
-    }
 }
 
 fn expect_lf(byte: u8) -> Result<(), HttpError> {
     if byte == b'\n' {
         Ok(())
     } else {
-        Err(HttpError::InvalidChunkedBody("CR not followed by LF"))
-    }
-}
-
-fn hex_digit_value(byte: u8) -> u8 {
-    match byte {
-        b'0'..=b'9' => byte - b'0',
-        b'a'..=b'f' => byte - b'a' + 10,
-        b'A'..=b'F' => byte - b'A' + 10,
-        _ => 0,
+        Err(HttpError::InvalidChunkedBody(
+            "bare CR (not followed by LF)",
+        ))
     }
 }
 

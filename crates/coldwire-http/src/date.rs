@@ -51,11 +51,12 @@ pub fn format_http_date(time: SystemTime) -> [u8; HTTP_DATE_LEN] {
 }
 
 /// Parses an HTTP-date in any of the three formats RFC 9110 §5.6.7 requires recipients to
-/// accept (IMF-fixdate, RFC 850, asctime). Surrounding whitespace is ignored; anything else
-/// invalid gives `None`.
+/// accept (IMF-fixdate, RFC 850, asctime), tolerantly: a day name that is not the date's
+/// own and unusual letter case do not make a valid date invalid (see
+/// [`crate::date_parse`]). Surrounding whitespace is ignored; anything else invalid gives
+/// `None`. A two-digit year is read relative to the current clock.
 pub fn parse_http_date(value: &[u8]) -> Option<SystemTime> {
-    let text = std::str::from_utf8(crate::fields::trim_ows(value)).ok()?;
-    httpdate::parse_http_date(text).ok()
+    crate::date_parse::parse_http_date_at(crate::fields::trim_ows(value), SystemTime::now())
 }
 
 /// Whole seconds since the Unix epoch; 0 for times before it.
@@ -179,6 +180,7 @@ mod tests {
             parse_http_date(b" Sun, 06 Nov 1994 08:49:37 GMT "),
             expected
         );
+        assert_eq!(parse_http_date(b"Mon, 06 Nov 1994 08:49:37 GMT"), expected);
         assert_eq!(parse_http_date(b"yesterday"), None);
         assert_eq!(parse_http_date(b"\xff\xfe"), None);
     }

@@ -33,6 +33,10 @@ pub enum HttpError {
     /// other than `chunked`. → 501.
     #[error("not implemented: {0}")]
     NotImplemented(&'static str),
+    /// The request line names a well-formed HTTP version other than 1.0 and 1.1 (e.g.
+    /// `HTTP/2.0` on an HTTP/1 connection). → 505.
+    #[error("HTTP version not supported")]
+    VersionNotSupported,
     /// A chunked message body is malformed or exceeds the decoder's limits. → 400.
     #[error("invalid chunked body: {0}")]
     InvalidChunkedBody(&'static str),
@@ -42,7 +46,7 @@ impl HttpError {
     /// The status code a server should answer with for this error.
     ///
     /// `BadRequest` and `InvalidChunkedBody` → 400, `UriTooLong` → 414, `HeadTooLarge` and
-    /// `TooManyHeaders` → 431, `Forbidden` → 403, `NotImplemented` → 501.
+    /// `TooManyHeaders` → 431, `Forbidden` → 403, `NotImplemented` → 501, `VersionNotSupported` → 505.
     pub const fn status(&self) -> Status {
         match self {
             HttpError::BadRequest(_) | HttpError::InvalidChunkedBody(_) => Status::BAD_REQUEST,
@@ -52,6 +56,7 @@ impl HttpError {
             }
             HttpError::Forbidden(_) => Status::FORBIDDEN,
             HttpError::NotImplemented(_) => Status::NOT_IMPLEMENTED,
+            HttpError::VersionNotSupported => Status::HTTP_VERSION_NOT_SUPPORTED,
         }
     }
 }

@@ -69,6 +69,7 @@ pub(crate) struct FramingScan {
     chunked_count: u32,
     last_coding_is_chunked: bool,
     other_coding_seen: bool,
+    chunked_has_parameters: bool,
 }
 
 impl FramingScan {
@@ -86,9 +87,13 @@ impl FramingScan {
         self.transfer_encoding_fields = self.transfer_encoding_fields.saturating_add(1);
         for member in comma_list(value) {
             self.coding_count = self.coding_count.saturating_add(1);
-            let is_chunked = strip_parameters(member).eq_ignore_ascii_case(b"chunked");
+            let name = strip_parameters(member);
+            let is_chunked = name.eq_ignore_ascii_case(b"chunked");
             if is_chunked {
                 self.chunked_count = self.chunked_count.saturating_add(1);
+                // RFC 9112 §7.1: chunked has no parameters; a recipient should treat one as
+                // an error (another parser may not see `chunked` at all).
+                self.chunked_has_parameters |= name.len() != member.len();
             } else {
                 self.other_coding_seen = true;
             }
@@ -111,6 +116,9 @@ impl FramingScan {
             }
             if self.coding_count == 0 {
                 return Err(HttpError::BadRequest("empty Transfer-Encoding"));
+            }
+            if self.chunked_has_parameters {
+                return Err(HttpError::BadRequest("parameters on the chunked coding"));
             }
             if !self.last_coding_is_chunked || self.chunked_count > 1 {
                 return Err(HttpError::BadRequest(
@@ -180,6 +188,8 @@ mod tests {
         assert!(decide(&[], &[b"chunked, identity"], Http11).is_err());
         assert!(decide(&[], &[b"chunked", b"chunked"], Http11).is_err());
         assert!(decide(&[], &[b""], Http11).is_err());
+        assert!(decide(&[], &[b"chunked;q=1"], Http11).is_err());
+        assert!(decide(&[], &[b"chunked ; x"], Http11).is_err());
         assert_eq!(
             decide(&[], &[b"gzip, chunked"], Http11),
             Err(HttpError::NotImplemented(

@@ -21,10 +21,12 @@
 //! with [`PrebuiltHead`] or the [`write_status_line`] family, choosing the `Connection` line
 //! with [`connection_header`]`(head.version(), head.keep_alive())`.
 
+mod chunk_line;
 pub mod chunked;
 pub mod chunked_encoder;
 pub mod conditional;
 pub mod date;
+pub mod date_parse;
 pub mod error;
 pub mod etag;
 pub mod fields;
@@ -32,6 +34,7 @@ pub mod framing;
 pub mod limits;
 pub mod method;
 pub mod mime;
+pub mod owned_fields;
 pub mod path;
 pub mod prebuilt;
 pub mod range;
@@ -40,6 +43,7 @@ pub mod response;
 pub mod response_parse;
 pub mod status;
 pub mod target;
+pub mod trailers;
 pub mod version;
 
 pub use chunked::{
@@ -75,4 +79,5 @@ pub use response_parse::{
 };
 pub use status::Status;
 pub use target::{Target, parse_target, split_target};
+pub use trailers::{TrailerFields, allowed_in_trailers};
 pub use version::Version;

@@ -127,6 +127,9 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
             if request_line_too_long(window, limits.max_request_line_bytes) {
                 return Err(HttpError::UriTooLong);
             }
+            if error == httparse::Error::Version && names_other_http_version(window) {
+                return Err(HttpError::VersionNotSupported);
+            }
             return Err(map_httparse_error(error));
         }
     };
@@ -257,6 +260,20 @@ fn request_line_too_long(window: &[u8], max_line: usize) -> bool {
     }
 }
 
+/// True when the request line ends in a well-formed `HTTP/D.D` other than 1.0 and 1.1
+/// (which httparse refuses as a syntax error): the answer is 505, not 400.
+fn names_other_http_version(window: &[u8]) -> bool {
+    let line_end = window
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .unwrap_or(window.len());
+    let line = window.get(..line_end).unwrap_or(&[]);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let version = line.rsplit(|&byte| byte == b' ').next().unwrap_or(&[]);
+    matches!(version, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+        if major.is_ascii_digit() && minor.is_ascii_digit())
+}
+
 fn map_httparse_error(error: httparse::Error) -> HttpError {
     match error {
         httparse::Error::TooManyHeaders => HttpError::TooManyHeaders,
@@ -272,7 +289,7 @@ fn map_httparse_error(error: httparse::Error) -> HttpError {
 /// `Host` = uri-host [ ":" port ]; we accept the characters of reg-name, IP-literal and port
 /// (RFC 3986) and nothing else, so a host can never smuggle `/`, `\`, spaces or controls into
 /// virtual-host lookups or logs. An empty value is allowed (RFC 9112 §3.2).
-fn is_valid_host(value: &[u8]) -> bool {
+pub(crate) fn is_valid_host(value: &[u8]) -> bool {
     value.iter().all(|&byte| {
         byte.is_ascii_alphanumeric()
             || matches!(

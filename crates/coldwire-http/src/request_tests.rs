@@ -76,7 +76,11 @@ fn methods_and_versions() {
     assert_eq!(head.method_str(), "PROPFIND");
     assert_eq!(head.version(), Version::Http10);
     assert_eq!(head.host(), None);
-    assert_eq!(status_of(b"GET / HTTP/2.0\r\n\r\n"), 400);
+    // RFC 9110 §15.6.6: a well-formed version we do not speak is 505, garbage is 400.
+    assert_eq!(status_of(b"GET / HTTP/2.0\r\n\r\n"), 505);
+    assert_eq!(status_of(b"GET / HTTP/1.2\r\nHost: a\r\n\r\n"), 505);
+    assert_eq!(status_of(b"GET / HTTP/1.10\r\n\r\n"), 400);
+    assert_eq!(status_of(b"GET / http/1.1\r\n\r\n"), 400);
     assert_eq!(status_of(b"GET / FTP/1.1\r\n\r\n"), 400);
     assert_eq!(status_of(b"G@T / HTTP/1.1\r\n\r\n"), 400);
 }

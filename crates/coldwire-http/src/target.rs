@@ -85,7 +85,7 @@ fn parse_authority_form(target: &str) -> Result<&str, HttpError> {
     let (host, port) = target.rsplit_once(':').ok_or(INVALID)?;
     let port_is_valid =
         !port.is_empty() && port.len() <= 5 && port.bytes().all(|byte| byte.is_ascii_digit());
-    if host.is_empty() || !port_is_valid {
+    if host.is_empty() || !port_is_valid || !crate::request::is_valid_host(target.as_bytes()) {
         return Err(INVALID);
     }
     Ok(target)
@@ -109,6 +109,13 @@ fn parse_absolute_form(target: &str) -> Result<Target<'_>, HttpError> {
     if authority.is_empty() || authority.contains('@') {
         return Err(INVALID);
     }
+    // The authority becomes the upstream `Host` (RFC 9112 §3.2.2): it must pass the same
+    // check as a received `Host` field.
+    if !crate::request::is_valid_host(authority.as_bytes()) {
+        return Err(HttpError::BadRequest(
+            "invalid authority in the request target",
+        ));
+    }
     let (path, query) = split_target(path_and_query);
     let path = if path.is_empty() { "/" } else { path };
     Ok(Target::Absolute {
@@ -122,6 +129,25 @@ fn parse_absolute_form(target: &str) -> Result<Target<'_>, HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc9112_section_3_2_2_an_authority_must_be_a_valid_host() {
+        for target in [
+            "p://}/x",
+            "http://a b/x",
+            "http://host\\evil/x",
+            "http://a\"b/",
+            "http://<x>/",
+        ] {
+            assert!(
+                parse_target(Method::Get, target).is_err(),
+                "{target:?} must be refused"
+            );
+        }
+        assert!(parse_target(Method::Connect, "a}b:443").is_err());
+        assert!(parse_target(Method::Get, "http://[::1]:8080/x").is_ok());
+        assert!(parse_target(Method::Get, "http://xn--bcher-kva.example:80/").is_ok());
+    }
 
     #[test]
     fn split_target_cases() {

@@ -1,42 +1,41 @@
-//! coldwire's I/O layer: the event mechanisms (select, poll, epoll, io_uring) behind one [`Poller`]
-//! trait, the completion [`Driver`] the server is written against, and the pieces that
-//! keep an idle connection cheap — the lowest-free [`slot_table`], the hashed
-//! [`timer_wheel`], the receive [`buffer_pool`] — plus per-loop [`LoopCounters`].
+//! coldwire's I/O layer: operations in, completions out. Nothing here knows HTTP.
 //!
-//! Nothing here knows HTTP. The server picks a [`Backend`] at start-up and instantiates
-//! `ReadinessDriver<EpollPoller>` (or another) with one `match`, so the hot loop is
-//! monomorphised.
+//! The layers, one folder each, from the bottom:
+//!
+//! - [`sys`]: thin, safe wrappers over the socket and file system calls;
+//! - [`poller`]: the readiness interface [`Poller`] and one file per mechanism (select,
+//!   poll, epoll, io_uring's multishot poll);
+//! - [`core`]: the mechanism both drivers share — the lowest-free [`core::slot_table`], the
+//!   hashed [`core::timer_wheel`], generations, the completion queue, per-loop
+//!   [`LoopCounters`], the [`Waker`];
+//! - [`pools`]: memory kept for reuse — receive buffers, pipes, output vectors;
+//! - [`driver`]: the completion interface the server is written against, [`Driver`], and
+//!   its splicing extension [`Splice`];
+//! - the two driver families: [`readiness`] ([`ReadinessDriver`] over any poller: try the
+//!   system call, wait on `EAGAIN`) and [`uring`] ([`UringDriver`]: operations submitted to
+//!   io_uring);
+//! - [`backend`]: the list of backends ([`Backend::ALL`]) and the one place that turns a
+//!   backend into a driver type ([`Backend::dispatch`]), so the hot loop is monomorphised.
 
 pub mod backend;
-pub mod buffer_pool;
-mod completions;
-pub mod counters;
+pub mod core;
 pub mod driver;
-pub mod epoll;
-mod generations;
-mod output_pools;
-pub mod pipe_pool;
-pub mod poll;
 pub mod poller;
+pub mod pools;
 pub mod readiness;
-pub mod select;
-pub mod slot_table;
-mod splice_table;
 pub mod sys;
-pub mod timer_wheel;
 pub mod uring;
-pub mod uring_poll;
-pub mod waker;
 
-pub use backend::Backend;
-pub use buffer_pool::{Buffer, BufferPool};
-pub use counters::LoopCounters;
-pub use driver::{Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId};
-pub use epoll::EpollPoller;
-pub use poll::PollPoller;
-pub use poller::{Event, Interest, Poller, PollerCounters};
-pub use readiness::ReadinessDriver;
-pub use select::SelectPoller;
-pub use uring::{UringDriver, UringOptions};
-pub use uring_poll::UringPoller;
-pub use waker::Waker;
+pub use crate::backend::{Backend, WithDriver};
+pub use crate::core::counters::LoopCounters;
+pub use crate::core::slot_table::LowestFreeBitmap;
+pub use crate::core::waker::Waker;
+pub use crate::driver::{
+    Chunk, Completion, ConnectionId, Driver, DriverConfig, Flush, ListenerId, NoSplice, Splice,
+};
+pub use crate::poller::{
+    EpollPoller, Event, Interest, PollPoller, Poller, PollerCounters, SelectPoller, UringPoller,
+};
+pub use crate::pools::buffer_pool::{Buffer, BufferPool};
+pub use crate::readiness::ReadinessDriver;
+pub use crate::uring::{UringDriver, UringOptions};

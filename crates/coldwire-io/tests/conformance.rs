@@ -1,114 +1,52 @@
-//! Conformance suite: every driver test runs against every backend through one macro, so
-//! select, poll, epoll, uring-poll and uring are held to the same contract (the server
-//! logic above them is identical, and the experiments compare only the mechanism). Where
-//! the kernel does not allow io_uring, its tests print `skipped: <reason>` and return.
+//! Conformance suite: every driver test runs against every backend through
+//! `coldwire_io::for_each_backend!` (one test per backend, generated from the one list of
+//! backends), so select, poll, epoll, uring-poll and uring are held to the same contract
+//! (the server logic above them is identical, and the experiments compare only the
+//! mechanism). Where the kernel does not allow io_uring, its tests print
+//! `skipped: <reason>` and return.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::Arc;
+use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use coldwire_io::{
-    Backend, Chunk, Completion, ConnectionId, Driver, DriverConfig, EpollPoller, Flush, PollPoller,
-    Poller, ReadinessDriver, SelectPoller, UringDriver, UringOptions, UringPoller,
+    Backend, Chunk, Completion, Driver, DriverConfig, Flush, Splice, UringDriver, UringOptions,
 };
 
-/// A driver the suite can create with the default configuration.
-trait Create: Driver + Sized {
-    fn create() -> Self;
-}
-
-impl<P: Poller> Create for ReadinessDriver<P> {
-    fn create() -> Self {
-        ReadinessDriver::<P>::new(DriverConfig::default()).unwrap()
-    }
-}
-
-impl Create for UringDriver {
-    fn create() -> Self {
-        UringDriver::new(DriverConfig::default(), UringOptions::default()).unwrap()
-    }
-}
-
-/// Whether the backend's tests must be skipped here (io_uring switched off or missing);
-/// prints the reason. The other backends always run: their probe failing is a failure.
-fn skip(backend: Backend) -> bool {
-    match (backend, backend.probe()) {
-        (Backend::Uring | Backend::UringPoll, Err(reason)) => {
-            println!("skipped: {backend} is unavailable here: {reason}");
-            true
-        }
-        _ => false,
-    }
-}
-
-/// The completion-native driver counts operations as submissions, not system calls.
-fn is_uring_driver<D: Driver>(driver: &D) -> bool {
-    driver.backend_name() == "uring"
-}
-
+mod file_cases;
 mod splice_cases;
+mod support;
 
-fn listener() -> (TcpListener, std::net::SocketAddr) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    (listener, address)
-}
+use file_cases::{
+    closing_a_blocked_file_send_frees_the_slot,
+    consecutive_files_on_different_connections_arrive_intact, sends_files_with_sendfile,
+};
+use splice_cases::{
+    splice_moves_a_length_and_keeps_an_exact_copy,
+    splice_until_end_of_stream_and_reports_an_early_end,
+};
+use support::{accept_one, is_uring_driver, listener, receive_text, run_until};
 
-fn driver<D: Create>() -> D {
-    D::create()
-}
+coldwire_io::for_each_backend!(
+    accepts_receives_and_sends,
+    reports_end_of_stream_and_reset,
+    blocked_output_completes_when_the_reader_drains,
+    sends_files_with_sendfile,
+    timers_fire_and_can_be_cancelled,
+    waker_interrupts_a_wait,
+    idle_connections_hold_no_buffer_and_slots_are_reused,
+    stale_completions_never_reach_a_reused_slot,
+    lingering_close_never_touches_the_next_connection,
+    splice_after_a_receive_and_closed_mid_transfer,
+    consecutive_files_on_different_connections_arrive_intact,
+    closing_a_blocked_file_send_frees_the_slot,
+    connects_sends_before_established_and_reports_refusal,
+    splice_moves_a_length_and_keeps_an_exact_copy,
+    splice_until_end_of_stream_and_reports_an_early_end,
+);
 
-/// Runs the loop until `until` returns true for a completion, or panics after 10 s.
-fn run_until<D: Create>(driver: &mut D, mut until: impl FnMut(&mut D, Completion) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for a completion"
-        );
-        driver.wait(Some(Duration::from_millis(100))).unwrap();
-        while let Some(completion) = driver.next_completion() {
-            if until(driver, completion) {
-                return;
-            }
-        }
-    }
-}
-
-fn accept_one<D: Create>(driver: &mut D) -> ConnectionId {
-    let mut accepted = None;
-    run_until(driver, |_, completion| match completion {
-        Completion::Accepted { connection, .. } => {
-            accepted = Some(connection);
-            true
-        }
-        _ => false,
-    });
-    accepted.unwrap()
-}
-
-fn receive_text<D: Create>(driver: &mut D, id: ConnectionId, wanted: usize) -> Vec<u8> {
-    let mut data = Vec::new();
-    driver.recv(id);
-    run_until(driver, |driver, completion| match completion {
-        Completion::Received { connection, buffer } if connection == id => {
-            data.extend_from_slice(buffer.filled());
-            driver.recycle(buffer);
-            if data.len() >= wanted {
-                return true;
-            }
-            driver.recv(id);
-            false
-        }
-        other => panic!("unexpected {other:?}"),
-    });
-    data
-}
-
-fn accepts_receives_and_sends<D: Create>() {
+fn accepts_receives_and_sends<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let mut client = TcpStream::connect(address).unwrap();
     let id = accept_one(&mut driver);
@@ -139,9 +77,8 @@ fn accepts_receives_and_sends<D: Create>() {
     assert!(rest.is_empty(), "closed connection reads EOF");
 }
 
-fn reports_end_of_stream_and_reset<D: Create>() {
+fn reports_end_of_stream_and_reset<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let client = TcpStream::connect(address).unwrap();
     let id = accept_one(&mut driver);
@@ -170,9 +107,8 @@ fn reports_end_of_stream_and_reset<D: Create>() {
     });
 }
 
-fn blocked_output_completes_when_the_reader_drains<D: Create>() {
+fn blocked_output_completes_when_the_reader_drains<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let mut client = TcpStream::connect(address).unwrap();
     let id = accept_one(&mut driver);
@@ -202,175 +138,8 @@ fn blocked_output_completes_when_the_reader_drains<D: Create>() {
     );
 }
 
-fn sends_files_with_sendfile<D: Create>() {
+fn timers_fire_and_can_be_cancelled<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
-    driver.listen(listener).unwrap();
-    let mut client = TcpStream::connect(address).unwrap();
-    let id = accept_one(&mut driver);
-    let mut file = tempfile();
-    let content: Vec<u8> = (0..300_000u32)
-        .map(|index| (index * 7 % 256) as u8)
-        .collect();
-    file.write_all(&content).unwrap();
-    let file = Arc::new(file);
-    let mut head = driver.take_vec();
-    head.extend_from_slice(b"HEAD");
-    driver.send(id, Chunk::Owned(head));
-    driver.send(
-        id,
-        Chunk::File {
-            file: file.clone(),
-            offset: 1000,
-            length: 200_000,
-        },
-    );
-    let reader = std::thread::spawn(move || {
-        let mut received = vec![0u8; 200_004];
-        client.read_exact(&mut received).unwrap();
-        received
-    });
-    if let Flush::Pending = driver.flush(id) {
-        run_until(&mut driver, |_, completion| {
-            matches!(completion, Completion::Sent { .. })
-        });
-    }
-    let received = reader.join().unwrap();
-    assert_eq!(&received[..4], b"HEAD");
-    assert!(received[4..] == content[1000..201_000]);
-    assert!(is_uring_driver(&driver) || driver.counters().sendfile_calls >= 1);
-}
-
-/// Different files, one after another on different connections, each arrive intact: no
-/// file bytes buffered for one connection (a send buffer, a pipe) leak into the next
-/// file's response. For the uring driver, the submissions and completions of the file
-/// path are counted.
-fn consecutive_files_on_different_connections_arrive_intact<D: Create>() {
-    let (listener, address) = listener();
-    let mut driver = driver::<D>();
-    driver.listen(listener).unwrap();
-    for (round, seed) in [3u32, 11, 29].into_iter().enumerate() {
-        let mut client = TcpStream::connect(address).unwrap();
-        let id = accept_one(&mut driver);
-        let mut file = tempfile();
-        let content: Vec<u8> = (0..700_000u32)
-            .map(|index| (index.wrapping_mul(seed) % 253) as u8)
-            .collect();
-        file.write_all(&content).unwrap();
-        let before = driver.counters();
-        driver.send(
-            id,
-            Chunk::File {
-                file: Arc::new(file),
-                offset: 0,
-                length: content.len() as u64,
-            },
-        );
-        let reader = std::thread::spawn(move || {
-            let mut received = vec![0u8; 700_000];
-            client.read_exact(&mut received).unwrap();
-            received
-        });
-        if let Flush::Pending = driver.flush(id) {
-            run_until(
-                &mut driver,
-                |_, completion| matches!(completion, Completion::Sent { connection } if connection == id),
-            );
-        }
-        let received = reader.join().unwrap();
-        assert!(
-            received == content,
-            "round {round}: the file arrived altered"
-        );
-        let after = driver.counters();
-        if is_uring_driver(&driver) {
-            assert!(
-                after.uring_submissions >= before.uring_submissions + 2
-                    && after.uring_completions >= before.uring_completions + 2,
-                "round {round}: file operations are counted"
-            );
-        }
-        driver.close(id);
-    }
-}
-
-/// A large file sent to a peer that stops reading: closing the connection frees its slot
-/// and ends the connection for the peer (no send left blocked on the peer forever).
-fn closing_a_blocked_file_send_frees_the_slot<D: Create>() {
-    let (listener, address) = listener();
-    let mut driver = driver::<D>();
-    driver.listen(listener).unwrap();
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    socket.connect(&address.into()).unwrap();
-    let mut client: TcpStream = socket.into();
-    let id = accept_one(&mut driver);
-    let mut file = tempfile();
-    file.write_all(&vec![7u8; 8 << 20]).unwrap();
-    driver.send(
-        id,
-        Chunk::File {
-            file: Arc::new(file),
-            offset: 0,
-            length: 8 << 20,
-        },
-    );
-    assert!(
-        matches!(driver.flush(id), Flush::Pending),
-        "8 MiB cannot go at once"
-    );
-    for _ in 0..10 {
-        driver.wait(Some(Duration::from_millis(10))).unwrap();
-        while driver.next_completion().is_some() {}
-    }
-    driver.close(id);
-    for _ in 0..20 {
-        driver.wait(Some(Duration::from_millis(10))).unwrap();
-        while driver.next_completion().is_some() {}
-    }
-    let _next = TcpStream::connect(address).unwrap();
-    let next = accept_one(&mut driver);
-    assert_eq!(
-        next.index(),
-        id.index(),
-        "the closed connection's slot is free again"
-    );
-    client
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut sink = vec![0u8; 1 << 16];
-    let mut total = 0usize;
-    loop {
-        match client.read(&mut sink) {
-            Ok(0) => break,
-            Ok(count) => total += count,
-            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
-            Err(error) => panic!("the closed connection must end, not time out: {error}"),
-        }
-    }
-    assert!(total < 8 << 20, "the file was cut, not sent whole");
-}
-
-fn tempfile() -> std::fs::File {
-    let path = std::env::temp_dir().join(format!(
-        "coldwire-io-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    std::fs::remove_file(&path).unwrap();
-    file
-}
-
-fn timers_fire_and_can_be_cancelled<D: Create>() {
-    let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let _first = TcpStream::connect(address).unwrap();
     let first = accept_one(&mut driver);
@@ -393,8 +162,7 @@ fn timers_fire_and_can_be_cancelled<D: Create>() {
     );
 }
 
-fn waker_interrupts_a_wait<D: Create>() {
-    let mut driver = driver::<D>();
+fn waker_interrupts_a_wait<D: Driver>(mut driver: D) {
     let waker = driver.waker();
     let thread = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(20));
@@ -408,9 +176,8 @@ fn waker_interrupts_a_wait<D: Create>() {
     thread.join().unwrap();
 }
 
-fn idle_connections_hold_no_buffer_and_slots_are_reused<D: Create>() {
+fn idle_connections_hold_no_buffer_and_slots_are_reused<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let clients: Vec<TcpStream> = (0..50)
         .map(|_| TcpStream::connect(address).unwrap())
@@ -450,9 +217,8 @@ fn idle_connections_hold_no_buffer_and_slots_are_reused<D: Create>() {
     drop(clients);
 }
 
-fn stale_completions_never_reach_a_reused_slot<D: Create>() {
+fn stale_completions_never_reach_a_reused_slot<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let mut client = TcpStream::connect(address).unwrap();
     let id = accept_one(&mut driver);
@@ -472,9 +238,8 @@ fn stale_completions_never_reach_a_reused_slot<D: Create>() {
 /// an io-wq worker that looks the descriptor number up only when it runs; queued together
 /// with the `CLOSE`, it could shut down the next connection's socket, whose client then saw
 /// the connection end without a response.)
-fn lingering_close_never_touches_the_next_connection<D: Create>() {
+fn lingering_close_never_touches_the_next_connection<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     driver.listen(listener).unwrap();
     let mut previous = TcpStream::connect(address).unwrap();
     let mut previous_id = accept_one(&mut driver);
@@ -524,10 +289,9 @@ fn lingering_close_never_touches_the_next_connection<D: Create>() {
 /// the driver before the transfer began (a completion driver may already have taken them
 /// from the socket) are part of it, in order, and in the copy; closing both connections
 /// in the middle of an unbounded transfer closes their sockets.
-fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
+fn splice_after_a_receive_and_closed_mid_transfer<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
-    if !driver.supports_splice() {
+    if driver.splicer().is_err() {
         println!(
             "skipped: the {} driver has no splice",
             driver.backend_name()
@@ -547,6 +311,8 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
     std::thread::sleep(Duration::from_millis(50));
     driver.wait(Some(Duration::from_millis(10))).unwrap();
     driver
+        .splicer()
+        .unwrap()
         .splice(source, destination, body.len() as u64, true)
         .unwrap();
     let rest = body[100_000..].to_vec();
@@ -571,6 +337,8 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
         other => panic!("unexpected {other:?}"),
     });
     let copy = driver
+        .splicer()
+        .unwrap()
         .take_splice_copy(destination)
         .expect("a copy was kept");
     assert!(copy == body, "the copy differs ({} bytes)", copy.len());
@@ -580,7 +348,11 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
 
     // An unbounded transfer waiting for its source: closing both sides ends it, and the
     // clients see their connections closed.
-    driver.splice(source, destination, u64::MAX, false).unwrap();
+    driver
+        .splicer()
+        .unwrap()
+        .splice(source, destination, u64::MAX, false)
+        .unwrap();
     driver.wait(Some(Duration::from_millis(20))).unwrap();
     driver.close(source);
     driver.close(destination);
@@ -604,9 +376,8 @@ fn splice_after_a_receive_and_closed_mid_transfer<D: Create>() {
 
 /// Outgoing connections: output queued before the connection is up is written once it
 /// is; a refused connection is reported as a failure, not a hang.
-fn connects_sends_before_established_and_reports_refusal<D: Create>() {
+fn connects_sends_before_established_and_reports_refusal<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
-    let mut driver = driver::<D>();
     let id = driver.connect(address).unwrap();
     let mut request = driver.take_vec();
     request.extend_from_slice(b"ping");
@@ -661,99 +432,13 @@ fn connects_sends_before_established_and_reports_refusal<D: Create>() {
     });
 }
 
-fn raise_open_files_limit() -> u64 {
-    coldwire_io::sys::raise_open_files_limit().expect("raising RLIMIT_NOFILE")
-}
-
-/// Descriptors above select's historical 1,024 limit work, and only the ready one is
-/// reported among many idle ones.
-fn high_descriptors_among_many_idle_ones<P: Poller>() {
-    assert!(
-        raise_open_files_limit() >= 3000,
-        "this test needs an open-files limit of at least 3,000"
-    );
-    let mut poller = P::new().unwrap();
-    let mut pipes = Vec::new();
-    for token in 0..1200 {
-        let (reader, writer) = std::io::pipe().unwrap();
-        use std::os::fd::AsRawFd;
-        poller
-            .register(reader.as_raw_fd(), token, coldwire_io::Interest::READABLE)
-            .unwrap();
-        pipes.push((reader, writer));
-    }
-    use std::os::fd::AsRawFd;
-    // Other tests open and close descriptors concurrently, so find the highest one we got.
-    let highest_token = (0..pipes.len())
-        .max_by_key(|&token| pipes[token].0.as_raw_fd())
-        .unwrap();
-    let highest = pipes[highest_token].0.as_raw_fd();
-    assert!(
-        highest > 2048,
-        "descriptor numbers must pass 1,024 twice over, got {highest}"
-    );
-    let mut events = Vec::new();
-    poller.wait(&mut events, Some(Duration::ZERO)).unwrap();
-    assert!(
-        events.is_empty(),
-        "idle descriptors are not reported: {events:?}"
-    );
-    pipes[highest_token].1.write_all(b"x").unwrap();
-    poller
-        .wait(&mut events, Some(Duration::from_secs(5)))
-        .unwrap();
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].token, highest_token);
-    assert!(events[0].readable);
-    // Deregistering descriptors (the ready one among them) leaves the rest quiet.
-    for (reader, _) in pipes.drain(..) {
-        poller.deregister(reader.as_raw_fd()).unwrap();
-    }
-    events.clear();
-    poller.wait(&mut events, Some(Duration::ZERO)).unwrap();
-    assert!(events.is_empty());
-}
-
-macro_rules! conformance {
-    ($($backend:ident: $kind:expr => $driver:ty $(, poller $poller:ty)?;)*) => {$(
-        mod $backend {
-            use super::*;
-            fn skip() -> bool { super::skip($kind) }
-            #[test] fn accepts_receives_and_sends() { if !skip() { super::accepts_receives_and_sends::<$driver>() } }
-            #[test] fn reports_end_of_stream_and_reset() { if !skip() { super::reports_end_of_stream_and_reset::<$driver>() } }
-            #[test] fn blocked_output_completes_when_the_reader_drains() { if !skip() { super::blocked_output_completes_when_the_reader_drains::<$driver>() } }
-            #[test] fn sends_files_with_sendfile() { if !skip() { super::sends_files_with_sendfile::<$driver>() } }
-            #[test] fn timers_fire_and_can_be_cancelled() { if !skip() { super::timers_fire_and_can_be_cancelled::<$driver>() } }
-            #[test] fn waker_interrupts_a_wait() { if !skip() { super::waker_interrupts_a_wait::<$driver>() } }
-            #[test] fn idle_connections_hold_no_buffer_and_slots_are_reused() { if !skip() { super::idle_connections_hold_no_buffer_and_slots_are_reused::<$driver>() } }
-            #[test] fn stale_completions_never_reach_a_reused_slot() { if !skip() { super::stale_completions_never_reach_a_reused_slot::<$driver>() } }
-            #[test] fn lingering_close_never_touches_the_next_connection() { if !skip() { super::lingering_close_never_touches_the_next_connection::<$driver>() } }
-            #[test] fn splice_after_a_receive_and_closed_mid_transfer() { if !skip() { super::splice_after_a_receive_and_closed_mid_transfer::<$driver>() } }
-            #[test] fn consecutive_files_on_different_connections_arrive_intact() { if !skip() { super::consecutive_files_on_different_connections_arrive_intact::<$driver>() } }
-            #[test] fn closing_a_blocked_file_send_frees_the_slot() { if !skip() { super::closing_a_blocked_file_send_frees_the_slot::<$driver>() } }
-            #[test] fn connects_sends_before_established_and_reports_refusal() { if !skip() { super::connects_sends_before_established_and_reports_refusal::<$driver>() } }
-            #[test] fn splice_moves_a_length_and_keeps_an_exact_copy() { if !skip() { super::splice_cases::splice_moves_a_length_and_keeps_an_exact_copy(super::driver::<$driver>) } }
-            #[test] fn splice_until_end_of_stream_and_reports_an_early_end() { if !skip() { super::splice_cases::splice_until_end_of_stream_and_reports_an_early_end(super::driver::<$driver>) } }
-            $(#[test] fn high_descriptors_among_many_idle_ones() { if !skip() { super::high_descriptors_among_many_idle_ones::<$poller>() } })?
-        }
-    )*};
-}
-
-conformance! {
-    select: Backend::Select => ReadinessDriver<SelectPoller>, poller SelectPoller;
-    poll: Backend::Poll => ReadinessDriver<PollPoller>, poller PollPoller;
-    epoll: Backend::Epoll => ReadinessDriver<EpollPoller>, poller EpollPoller;
-    uring_poll: Backend::UringPoll => ReadinessDriver<UringPoller>, poller UringPoller;
-    uring: Backend::Uring => UringDriver;
-}
-
 /// The uring driver's fallback where the probe's trial finds no multishot accept or
 /// receive: single-shot operations, re-armed as needed, keep the same contract —
 /// connections accepted one after another, data received in order (including data that
 /// arrived while no receive was asked for), replies sent, end of stream reported.
 #[test]
 fn uring_single_shot_fallback_keeps_the_contract() {
-    if skip(Backend::Uring) {
+    if !coldwire_io::backend::test_can_run(Backend::Uring) {
         return;
     }
     let options = UringOptions {

@@ -1,81 +1,37 @@
-//! `ServeConfig`: everything `coldwire serve` can be told, with the defaults a serious
-//! server on this machine wants. Every limit is explicit here.
+//! `ServeConfig`: everything `coldwire serve` can be told: the settings every server shares
+//! ([`RuntimeConfig`]) and the origin server's own, with the defaults a serious server on
+//! this machine wants. Every limit is explicit here.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use coldwire_http::Limits;
-use coldwire_io::Backend;
+use crate::runtime::RuntimeConfig;
 
 /// Configuration of the static origin server.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
+    /// Address, backend, workers, limits, timeouts, logs: what every server shares.
+    pub runtime: RuntimeConfig,
     /// Directory served; nothing outside it is ever served.
     pub root: PathBuf,
-    /// Address to listen on (port 0 picks a free port; see `RunningServer::local_addr`).
-    pub listen: SocketAddr,
-    /// Event mechanism.
-    pub backend: Backend,
-    /// Worker threads, each with its own `SO_REUSEPORT` listener and event loop.
-    pub workers: usize,
-    /// Pin worker `i` to CPU `i mod cores`.
-    pub pin_workers: bool,
-    /// Request head limits (16 KiB, 100 fields by default).
-    pub limits: Limits,
-    /// Time allowed for a whole request head once its first byte has arrived (slowloris).
-    pub header_timeout: Duration,
-    /// How long a connection may sit with no request in progress before it is closed.
-    /// Benchmarks holding cold connections for minutes raise it.
-    pub idle_timeout: Duration,
-    /// How long a response may make no progress towards a client before it is dropped.
-    pub write_timeout: Duration,
-    /// How long a closing connection keeps draining the client's leftover input.
-    pub linger_timeout: Duration,
-    /// Most connections open at once, over all workers.
-    pub max_connections: usize,
     /// Files up to this size are kept in memory (sent from there, no `sendfile`).
     pub memory_file_limit: u64,
     /// How often a cached file's metadata is checked again.
     pub file_cache_validity: Duration,
     /// Most entries in each worker's open-file cache.
     pub file_cache_entries: usize,
-    /// Common Log Format access log (off when `None`).
-    pub access_log: Option<PathBuf>,
-    /// JSON stats endpoint address (off when `None`).
-    pub admin: Option<SocketAddr>,
-    /// On shutdown, how long in-flight responses may take before connections are cut.
-    pub shutdown_grace: Duration,
-    /// Listen backlog per worker socket.
-    pub backlog: i32,
-    /// With the `uring` backend: kernel-side submission polling (`IORING_SETUP_SQPOLL`),
-    /// one polling kernel thread per worker. Off by default: on 2 cores it costs a core.
-    pub sqpoll: bool,
 }
 
 impl ServeConfig {
     /// The defaults, serving `root` on 127.0.0.1:8080.
     pub fn new(root: impl Into<PathBuf>) -> ServeConfig {
         ServeConfig {
+            runtime: RuntimeConfig::new(SocketAddr::from(([127, 0, 0, 1], 8080))),
             root: root.into(),
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            backend: Backend::best_available(),
-            workers: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
-            pin_workers: false,
-            limits: Limits::default(),
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            write_timeout: Duration::from_secs(60),
-            linger_timeout: Duration::from_secs(2),
-            max_connections: 19_000,
             memory_file_limit: 64 * 1024,
             file_cache_validity: Duration::from_secs(1),
             file_cache_entries: 10_000,
-            access_log: None,
-            admin: None,
-            shutdown_grace: Duration::from_secs(10),
-            backlog: 4096,
-            sqpoll: false,
         }
     }
 }

@@ -7,21 +7,26 @@
 pub mod access_log;
 pub mod admin;
 pub mod config;
+pub mod console;
 pub mod error;
 pub mod file_cache;
 pub mod origin;
 pub mod output;
 pub mod proxy;
+pub mod runtime;
 pub mod server;
 pub mod session;
+pub mod simulator;
 mod spawn;
 pub mod stats;
 pub mod system;
+pub mod wan;
 pub mod worker;
 
 pub use config::ServeConfig;
 pub use error::ServerError;
-pub use server::{RunningServer, StopHandle};
+pub use runtime::{Running, RuntimeConfig, Service, StopHandle};
+pub use server::{OriginService, RunningServer};
 pub use stats::{Stats, StatsReport};
 
 /// The `Server` header value.

@@ -1,14 +1,11 @@
 //! Starting worker threads on any backend, written once for `serve` and `proxy`: a worker
-//! says what it runs ([`WorkerLoop`]); [`spawn_worker`] builds the driver the backend
-//! names (one `match`, the only place a backend becomes a type), pins the thread when
-//! asked, and returns its waker and handle.
+//! says what it runs ([`WorkerLoop`]); [`spawn_worker`] has `Backend::dispatch` (the only
+//! place a backend becomes a type) build the driver, pins the thread when asked, and
+//! returns its waker and handle.
 
 use std::thread::JoinHandle;
 
-use coldwire_io::{
-    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
-    UringDriver, UringOptions, UringPoller, Waker,
-};
+use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, Waker, WithDriver};
 
 use crate::error::ServerError;
 use crate::system;
@@ -17,7 +14,7 @@ use crate::system;
 pub(crate) type Spawned = (Waker, JoinHandle<std::io::Result<()>>);
 
 /// What one worker thread runs, for whichever driver its backend gives it.
-pub(crate) trait WorkerLoop: Send + 'static {
+pub trait WorkerLoop: Send + 'static {
     /// The thread's name (`coldwire-worker-0`, …).
     fn thread_name(&self) -> String;
     /// The CPU to pin the thread to (modulo the number of CPUs), if any.
@@ -34,31 +31,23 @@ pub(crate) fn spawn_worker<W: WorkerLoop>(
     uring: UringOptions,
     work: W,
 ) -> Result<Spawned, ServerError> {
-    match backend {
-        Backend::Epoll => spawn_on(readiness_driver::<EpollPoller>(driver_config)?, work),
-        Backend::Poll => spawn_on(readiness_driver::<PollPoller>(driver_config)?, work),
-        Backend::Select => spawn_on(readiness_driver::<SelectPoller>(driver_config)?, work),
-        Backend::UringPoll => spawn_on(readiness_driver::<UringPoller>(driver_config)?, work),
-        Backend::Uring => {
-            let driver = UringDriver::new(driver_config.clone(), uring).map_err(|source| {
-                ServerError::Backend {
-                    backend: "uring",
-                    source,
-                }
-            })?;
-            spawn_on(driver, work)
-        }
-    }
+    backend
+        .dispatch(driver_config, uring, SpawnOn(work))
+        .map_err(|source| ServerError::Backend {
+            backend: backend.name(),
+            source,
+        })?
 }
 
-/// A readiness driver over poller `P`.
-fn readiness_driver<P: Poller>(
-    driver_config: &DriverConfig,
-) -> Result<ReadinessDriver<P>, ServerError> {
-    ReadinessDriver::<P>::new(driver_config.clone()).map_err(|source| ServerError::Backend {
-        backend: P::NAME,
-        source,
-    })
+/// The job [`Backend::dispatch`] runs on the driver it built: start the worker's thread.
+struct SpawnOn<W>(W);
+
+impl<W: WorkerLoop> WithDriver for SpawnOn<W> {
+    type Output = Result<Spawned, ServerError>;
+
+    fn run<D: Driver + Send + 'static>(self, driver: D) -> Self::Output {
+        spawn_on(driver, self.0)
+    }
 }
 
 /// Starts the thread that runs `work` on `driver`.

@@ -26,21 +26,32 @@ pub fn cpu_count() -> usize {
     std::thread::available_parallelism().map_or(1, |cores| cores.get())
 }
 
-fn termination_signals() -> libc::sigset_t {
+/// The signals the dedicated thread takes: SIGINT and SIGTERM stop the server; SIGHUP,
+/// SIGUSR1 and SIGUSR2 are taken too, so that their default action (terminate) can never
+/// kill the process and lose buffered access-log lines.
+fn handled_signals() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill a local sigset_t.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
+        for signal in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+        ] {
+            libc::sigaddset(&mut set, signal);
+        }
         set
     }
 }
 
-/// Blocks SIGINT and SIGTERM in the calling thread and every thread it spawns later, and
-/// ignores SIGPIPE (writes to closed sockets report `EPIPE` instead). Call first in `main`.
+/// Blocks SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 in the calling thread and every
+/// thread it spawns later, and ignores SIGPIPE (writes to closed sockets and pipes report
+/// `EPIPE` instead). Call first in `main`.
 pub fn block_termination_signals() -> io::Result<()> {
-    let set = termination_signals();
+    let set = handled_signals();
     // SAFETY: `set` is initialised; a null old-set pointer is allowed.
     let result = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     if result != 0 {
@@ -51,10 +62,10 @@ pub fn block_termination_signals() -> io::Result<()> {
     Ok(())
 }
 
-/// Waits (blocking) for SIGINT or SIGTERM, which must have been blocked with
-/// [`block_termination_signals`]; returns the signal number.
-pub fn wait_for_termination_signal() -> io::Result<i32> {
-    let set = termination_signals();
+/// Waits (blocking) for one of the signals blocked by [`block_termination_signals`];
+/// returns the signal number.
+pub fn wait_for_signal() -> io::Result<i32> {
+    let set = handled_signals();
     let mut signal = 0;
     // SAFETY: `set` is initialised and `signal` is a valid out-pointer.
     let result = unsafe { libc::sigwait(&set, &mut signal) };
@@ -64,9 +75,28 @@ pub fn wait_for_termination_signal() -> io::Result<i32> {
     Ok(signal)
 }
 
-/// Starts the thread that waits for SIGINT/SIGTERM (blocked beforehand with
-/// [`block_termination_signals`]), says so on stderr as `PROGRAM: signal N, MESSAGE`, and
-/// calls `stop` once.
+/// True for the signals that ask a process to stop (SIGINT, SIGTERM).
+pub fn is_termination(signal: i32) -> bool {
+    signal == libc::SIGINT || signal == libc::SIGTERM
+}
+
+/// The conventional name of the signals taken here.
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => "signal",
+    }
+}
+
+/// Starts the thread that takes the signals blocked beforehand with
+/// [`block_termination_signals`]: on SIGINT or SIGTERM it says so on stderr as
+/// `PROGRAM: SIGTERM (15), MESSAGE` and calls `stop` once; SIGHUP, SIGUSR1 and SIGUSR2 are
+/// reported and otherwise ignored (nothing to reload or reopen yet). It never panics, so it
+/// keeps taking signals whatever happens to stderr.
 pub fn stop_on_termination_signal(
     program: &'static str,
     message: &'static str,
@@ -75,9 +105,19 @@ pub fn stop_on_termination_signal(
     std::thread::Builder::new()
         .name("coldwire-signals".into())
         .spawn(move || {
-            if let Ok(signal) = wait_for_termination_signal() {
-                eprintln!("{program}: signal {signal}, {message}");
-                stop();
+            let mut stop = Some(stop);
+            while let Ok(signal) = wait_for_signal() {
+                let name = signal_name(signal);
+                if is_termination(signal) {
+                    crate::console::err(format_args!("{program}: {name} ({signal}), {message}"));
+                    if let Some(stop) = stop.take() {
+                        stop();
+                    }
+                } else {
+                    crate::console::err(format_args!(
+                        "{program}: {name} ({signal}) ignored: nothing to reload or reopen"
+                    ));
+                }
             }
         })
         .map(drop)

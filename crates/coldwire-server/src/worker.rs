@@ -203,7 +203,7 @@ impl<D: Driver> Worker<D> {
                 }
                 let now = self.driver.now();
                 let mut session = Session::new(connection, peer, now);
-                session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
+                session.set_deadline(&mut self.driver, now + self.config.runtime.idle_timeout);
                 self.sessions[index] = Some(session);
                 self.open += 1;
                 self.driver.recv(connection);
@@ -253,10 +253,9 @@ impl<D: Driver> Worker<D> {
         }
         let may_complete = append_input(&mut self.driver, &mut session.input, buffer);
         if !may_complete && session.phase == Phase::Head {
-            let over_limit = session
-                .input
-                .as_ref()
-                .is_some_and(|input| input.filled_len() > self.config.limits.max_head_bytes);
+            let over_limit = session.input.as_ref().is_some_and(|input| {
+                input.filled_len() > self.config.runtime.limits.max_head_bytes
+            });
             if over_limit {
                 return self.reject(session, Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
             }
@@ -324,7 +323,7 @@ impl<D: Driver> Worker<D> {
             if input.is_empty() {
                 break;
             }
-            match parse_request(input.filled(), &self.config.limits) {
+            match parse_request(input.filled(), &self.config.runtime.limits) {
                 Ok(Parsed::Complete { head, head_len }) => {
                     let has_body = !matches!(
                         head.body_framing(),
@@ -365,7 +364,7 @@ impl<D: Driver> Worker<D> {
                 Ok(Parsed::Partial) => {
                     if session.phase != Phase::Head {
                         session.enter(&mut self.driver, Phase::Head);
-                        let due = self.driver.now() + self.config.header_timeout;
+                        let due = self.driver.now() + self.config.runtime.header_timeout;
                         session.set_deadline(&mut self.driver, due);
                     }
                     break;
@@ -394,7 +393,7 @@ impl<D: Driver> Worker<D> {
             Flush::Pending => {
                 session.enter(&mut self.driver, Phase::Writing);
                 session.progress_mark = self.driver.unsent_bytes(session.id);
-                let due = self.driver.now() + self.config.write_timeout;
+                let due = self.driver.now() + self.config.runtime.write_timeout;
                 session.set_deadline(&mut self.driver, due);
                 Step::Keep
             }
@@ -414,14 +413,14 @@ impl<D: Driver> Worker<D> {
             }
             self.driver.shutdown_write(session.id);
             session.enter(&mut self.driver, Phase::Lingering);
-            let due = self.driver.now() + self.config.linger_timeout;
+            let due = self.driver.now() + self.config.runtime.linger_timeout;
             session.set_deadline(&mut self.driver, due);
             self.driver.recv(session.id);
             return Step::Keep;
         }
         let has_complete_request = session.input.as_ref().is_some_and(|input| {
             matches!(
-                parse_request(input.filled(), &self.config.limits),
+                parse_request(input.filled(), &self.config.runtime.limits),
                 Ok(Parsed::Complete { .. }) | Err(_)
             )
         });
@@ -433,7 +432,7 @@ impl<D: Driver> Worker<D> {
                 return Step::Close;
             }
             session.enter(&mut self.driver, Phase::Idle);
-            let due = self.driver.now() + self.config.idle_timeout;
+            let due = self.driver.now() + self.config.runtime.idle_timeout;
             session.set_deadline(&mut self.driver, due);
         }
         self.driver.recv(session.id);
@@ -444,7 +443,7 @@ impl<D: Driver> Worker<D> {
         if !session.deadline_reached(&mut self.driver)
             || session.survives_deadline(
                 &mut self.driver,
-                self.config.write_timeout,
+                self.config.runtime.write_timeout,
                 &mut self.http,
             )
         {
@@ -455,7 +454,7 @@ impl<D: Driver> Worker<D> {
     }
 
     fn start_draining(&mut self) {
-        self.drain_deadline = Some(self.driver.now() + self.config.shutdown_grace);
+        self.drain_deadline = Some(self.driver.now() + self.config.runtime.shutdown_grace);
         if let Some(listener) = self.listener.take() {
             self.driver.close_listener(listener);
         }

@@ -14,15 +14,12 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coldwire_bench::report::{BenchReport, MachineInfo, RunReport, ServerInfo};
 use coldwire_bench::saturate::SaturateConfig;
-use coldwire_bench::spawn::SpawnedServer;
 use coldwire_bench::{
-    Arrivals, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan, Progress, Rate,
-    SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
+    Arrivals, BenchError, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan,
+    Progress, Rate, SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
 };
-use coldwire_io::{
-    Backend, Driver, DriverConfig, EpollPoller, PollPoller, Poller, ReadinessDriver, SelectPoller,
-    UringDriver, UringOptions, UringPoller,
-};
+use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
+use coldwire_process::{Launch, Process, Stderr, Stdout};
 use coldwire_server::system;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -118,7 +115,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Event mechanism of the generator's own sockets (default: the best available).
-    #[arg(long = "io", value_name = "BACKEND")]
+    #[arg(long = "io", value_name = "BACKEND", value_parser = crate::cli::backend_parser())]
     pub backend: Option<Backend>,
     /// Pin the generator to this CPU.
     #[arg(long, value_name = "CPU")]
@@ -221,17 +218,6 @@ impl PhaseObserver for Bar {
     }
 }
 
-fn run_with<P: Poller>(
-    load: LoadConfig,
-    plan: &BenchPlan,
-    stop: &Arc<AtomicBool>,
-    observer: &mut dyn PhaseObserver,
-) -> anyhow::Result<RunReport> {
-    let driver = ReadinessDriver::<P>::new(generator_config(&load))
-        .context("cannot create the generator's event loop")?;
-    run_driver(driver, load, plan, stop, observer)
-}
-
 fn generator_config(load: &LoadConfig) -> DriverConfig {
     let mut config = DriverConfig {
         max_connections: load.connections + load.cold + 64,
@@ -245,15 +231,21 @@ fn generator_config(load: &LoadConfig) -> DriverConfig {
     config
 }
 
-fn run_driver<D: Driver>(
-    driver: D,
+/// The generator's run on whichever driver [`Backend::dispatch`] built.
+struct RunOn<'a> {
     load: LoadConfig,
-    plan: &BenchPlan,
-    stop: &Arc<AtomicBool>,
-    observer: &mut dyn PhaseObserver,
-) -> anyhow::Result<RunReport> {
-    let mut engine = Engine::new(driver, load, stop.clone())?;
-    Ok(run_benchmark(&mut engine, plan, observer)?)
+    plan: &'a BenchPlan,
+    stop: &'a Arc<AtomicBool>,
+    observer: &'a mut dyn PhaseObserver,
+}
+
+impl WithDriver for RunOn<'_> {
+    type Output = anyhow::Result<RunReport>;
+
+    fn run<D: Driver + Send + 'static>(self, driver: D) -> Self::Output {
+        let mut engine = Engine::new(driver, self.load, self.stop.clone())?;
+        Ok(run_benchmark(&mut engine, self.plan, self.observer)?)
+    }
 }
 
 pub(crate) fn run_one(
@@ -263,17 +255,16 @@ pub(crate) fn run_one(
     stop: &Arc<AtomicBool>,
     observer: &mut dyn PhaseObserver,
 ) -> anyhow::Result<RunReport> {
-    match backend {
-        Backend::Epoll => run_with::<EpollPoller>(load, plan, stop, observer),
-        Backend::Poll => run_with::<PollPoller>(load, plan, stop, observer),
-        Backend::Select => run_with::<SelectPoller>(load, plan, stop, observer),
-        Backend::UringPoll => run_with::<UringPoller>(load, plan, stop, observer),
-        Backend::Uring => {
-            let driver = UringDriver::new(generator_config(&load), UringOptions::default())
-                .context("cannot create the generator's event loop")?;
-            run_driver(driver, load, plan, stop, observer)
-        }
-    }
+    let config = generator_config(&load);
+    let job = RunOn {
+        load,
+        plan,
+        stop,
+        observer,
+    };
+    backend
+        .dispatch(&config, UringOptions::default(), job)
+        .context("cannot create the generator's event loop")?
 }
 
 /// Starts the thread that turns SIGINT/SIGTERM into a stop request (results so far are
@@ -284,9 +275,13 @@ fn stop_on_signal() -> Arc<AtomicBool> {
     let _ = std::thread::Builder::new()
         .name("coldwire-bench-signals".into())
         .spawn(move || {
-            if system::wait_for_termination_signal().is_ok() {
-                eprintln!("coldwire bench: interrupted, reporting what ran");
-                flag.store(true, Ordering::Relaxed);
+            while let Ok(signal) = system::wait_for_signal() {
+                if system::is_termination(signal) {
+                    coldwire_server::console::err(format_args!(
+                        "coldwire bench: interrupted, reporting what ran"
+                    ));
+                    flag.store(true, Ordering::Relaxed);
+                }
             }
         });
     stop
@@ -321,7 +316,7 @@ pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Resul
         })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), report)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!(
+        coldwire_server::outln!(
             "\nJSON (schema version {SCHEMA_VERSION}, see docs/bench-json.md): {}",
             path.display()
         );
@@ -387,12 +382,19 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     };
     let mut spawned = match &arguments.spawn {
         Some(command) => {
-            let mut server = SpawnedServer::shell(command)?;
+            // Its output goes to the generator's stderr: stdout keeps the results.
+            let mut server = Launch::shell(command)
+                .stdout(Stdout::ToStderr)
+                .stderr(Stderr::Inherit)
+                .spawn()
+                .map_err(BenchError::from)?;
             let address = match load.proxy {
                 Some(proxy) => proxy,
                 None => load.targets[0].resolve()?,
             };
-            server.wait_until_accepting(address, seconds(arguments.spawn_wait, "--spawn-wait")?)?;
+            server
+                .wait_for_port(address, seconds(arguments.spawn_wait, "--spawn-wait")?)
+                .map_err(BenchError::from)?;
             Some(server)
         }
         None => None,
@@ -401,9 +403,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
         system::pin_current_thread(cpu)
             .with_context(|| format!("cannot pin the generator to CPU {cpu}"))?;
     }
-    let pid = arguments
-        .server_pid
-        .or(spawned.as_ref().map(SpawnedServer::pid));
+    let pid = arguments.server_pid.or(spawned.as_ref().map(Process::pid));
     let plan = BenchPlan {
         name: "run".into(),
         phases: vec![PhasePlan {
@@ -427,7 +427,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let result = run_one(backend, load, &plan, &stop, &mut bar);
     bar.finish();
     if let Some(server) = spawned.as_mut() {
-        server.stop(Duration::from_secs(10));
+        server.stop_within(Duration::from_secs(10));
     }
     let run = result?;
     let report = BenchReport {
@@ -456,12 +456,17 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
         .context("cannot write the scenario's files in the temporary directory (TMPDIR)")?;
     let two_cores = system::cpu_count() >= 2;
     let executable = std::env::current_exe().context("cannot find the coldwire executable")?;
-    let mut server = SpawnedServer::program(
-        &executable,
-        &quickstart::serve_arguments(root.path(), two_cores),
-    )?;
-    let listen = server.wait_for_line("listening on http://", Duration::from_secs(10))?;
-    let admin = server.wait_for_line("stats on ", Duration::from_secs(10))?;
+    let mut server = Launch::new(&executable)
+        .args(quickstart::serve_arguments(root.path(), two_cores))
+        .stderr(Stderr::Inherit)
+        .spawn()
+        .map_err(BenchError::from)?;
+    let listen = server
+        .wait_for_line("listening on http://", Duration::from_secs(10))
+        .map_err(BenchError::from)?;
+    let admin = server
+        .wait_for_line("stats on ", Duration::from_secs(10))
+        .map_err(BenchError::from)?;
     let listen: SocketAddr = listen
         .parse()
         .with_context(|| format!("coldwire serve printed an unexpected address `{listen}`"))?;
@@ -469,9 +474,9 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
     if let Some(cpu) = generator_cpu
         && let Err(error) = system::pin_current_thread(cpu)
     {
-        eprintln!("warning: cannot pin the generator to CPU {cpu}: {error}");
+        coldwire_server::errln!("warning: cannot pin the generator to CPU {cpu}: {error}");
     }
-    eprintln!(
+    coldwire_server::errln!(
         "coldwire bench: built-in scenario — coldwire serve (pid {}{}) on {listen}, files of 1,259 B and 8 KiB; \
          naive run (constant arrivals, 50 keep-alive connections) then realistic run (Poisson arrivals, {} cold connections) \
          at {:?} requests/s, {} s + {} s warm-up each",
@@ -511,13 +516,13 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
             Ok(run) => runs.push(run),
             Err(error) => {
                 bar.finish();
-                server.stop(Duration::from_secs(10));
+                server.stop_within(Duration::from_secs(10));
                 return Err(error.context(format!("the {name} run failed")));
             }
         }
     }
     bar.finish();
-    server.stop(Duration::from_secs(10));
+    server.stop_within(Duration::from_secs(10));
     let report = BenchReport {
         schema_version: SCHEMA_VERSION,
         tool: "coldwire-bench",

@@ -1,10 +1,14 @@
 //! The command-line types (clap derive), and nothing else: one struct per subcommand.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+
 use coldwire_io::Backend;
+
+use crate::runtime_args::{RuntimeArgs, parse_duration};
 
 /// coldwire: an event-driven web server and caching proxy for realistic Internet load,
 /// and the kit that measures it.
@@ -23,6 +27,12 @@ pub enum Command {
     Serve(ServeArgs),
     /// A caching forward proxy (or reverse proxy with --reverse), with CONNECT tunnels.
     Proxy(ProxyArgs),
+    /// An origin server simulator (Web Polygraph's server side): generated objects of a
+    /// content mix, with think time.
+    Origin(crate::origin::OriginArgs),
+    /// A WAN emulator: relays connections to --to with added delay, bandwidth limit and
+    /// loss, each direction.
+    Wan(crate::wan::WanArgs),
     /// Realistic load: open-loop hot clients, cold connections, server cost per request
     /// (no arguments: a built-in scenario against a `coldwire serve` it starts itself).
     Bench(crate::bench::BenchArgs),
@@ -38,53 +48,12 @@ pub struct ServeArgs {
     /// Directory to serve; nothing outside it is ever served.
     #[arg(long)]
     pub root: PathBuf,
-    /// Address to listen on (port 0 picks a free one; the real address is printed).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
-    /// Event mechanism: select, poll, epoll, uring-poll or uring (default: epoll, the best
-    /// this kernel allows).
-    #[arg(long = "io", value_name = "BACKEND")]
-    pub backend: Option<Backend>,
-    /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).
-    #[arg(long)]
-    pub workers: Option<usize>,
-    /// Pin worker i to CPU i.
-    #[arg(long)]
-    pub pin: bool,
-    /// Seconds allowed for a whole request head once it has started (slowloris guard).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub header_timeout: f64,
-    /// Seconds a connection may idle between requests (raise it to hold cold connections).
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    pub idle_timeout: f64,
-    /// Seconds a response may make no progress before the connection is dropped.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    pub write_timeout: f64,
-    /// Most connections open at once (all workers together).
-    #[arg(long, default_value_t = 19_000)]
-    pub max_connections: usize,
-    /// Largest request head in bytes (431 beyond).
-    #[arg(long, default_value_t = 16 * 1024)]
-    pub max_head_bytes: usize,
-    /// Most header fields in a request (431 beyond).
-    #[arg(long, default_value_t = 100)]
-    pub max_headers: usize,
     /// Files up to this many bytes are kept in memory; larger ones go out with sendfile.
     #[arg(long, default_value_t = 64 * 1024)]
     pub memory_file_limit: u64,
-    /// Write a Common Log Format access log to this file (off by default).
-    #[arg(long, value_name = "FILE")]
-    pub access_log: Option<PathBuf>,
-    /// Serve JSON statistics on this address at /stats (off by default).
-    #[arg(long, value_name = "ADDR")]
-    pub admin: Option<SocketAddr>,
-    /// Seconds in-flight responses get to finish after SIGINT/SIGTERM.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub shutdown_grace: f64,
-    /// With --io uring: a kernel thread polls the submission queue (no submit system
-    /// calls, but it spins on a core while the server is busy).
-    #[arg(long)]
-    pub sqpoll: bool,
+    /// What every server subcommand shares.
+    #[command(flatten, next_help_heading = "Every server")]
+    pub runtime: RuntimeArgs,
 }
 
 /// How `coldwire proxy` moves response bodies.
@@ -99,25 +68,12 @@ pub enum DataPathArg {
 /// `coldwire proxy`.
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
-    /// Address to listen on (port 0 picks a free one; the real address is printed).
-    #[arg(long, default_value = "127.0.0.1:3128")]
-    pub listen: SocketAddr,
     /// Be a reverse proxy for this origin (http://HOST:PORT) instead of a forward proxy.
     #[arg(long, value_name = "URL")]
     pub reverse: Option<String>,
     /// Also allow clients from this network (repeatable; loopback is always allowed).
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<String>,
-    /// Event mechanism: select, poll, epoll, uring-poll or uring (default: epoll, the best
-    /// this kernel allows).
-    #[arg(long = "io", value_name = "BACKEND")]
-    pub backend: Option<Backend>,
-    /// Worker threads, each with its own SO_REUSEPORT listener (default: one per core).
-    #[arg(long)]
-    pub workers: Option<usize>,
-    /// Pin worker i to CPU i.
-    #[arg(long)]
-    pub pin: bool,
     /// Cache size in bytes, shared by all workers (0 turns caching off).
     #[arg(long, default_value_t = 256 << 20)]
     pub cache_bytes: u64,
@@ -134,46 +90,43 @@ pub struct ProxyArgs {
     /// default is where splice measured cheaper than copy (docs/proxy.md, Data paths).
     #[arg(long, default_value_t = 16 * 1024)]
     pub splice_threshold: u64,
-    /// Seconds allowed for a whole request head once it has started.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub header_timeout: f64,
-    /// Seconds a client connection (or a silent tunnel) may idle.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    pub idle_timeout: f64,
-    /// Seconds a response may make no progress towards a client.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    pub write_timeout: f64,
-    /// Seconds to connect to an origin and for each wait on it (504 after).
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
-    pub upstream_timeout: f64,
+    /// Time to connect to an origin and for each wait on it (504 after).
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub upstream_timeout: Duration,
     /// Idle upstream connections kept per origin.
     #[arg(long, default_value_t = 32)]
     pub pool_per_origin: usize,
-    /// Seconds an idle upstream connection is kept.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
-    pub pool_idle_timeout: f64,
-    /// Most connections open at once, clients and origins together.
-    #[arg(long, default_value_t = 19_000)]
-    pub max_connections: usize,
-    /// Seconds in-flight exchanges get to finish after SIGINT/SIGTERM.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub shutdown_grace: f64,
-    /// Serve JSON statistics (loop counters, requests, responses) on this address at
-    /// /stats (off by default).
-    #[arg(long, value_name = "ADDR")]
-    pub admin: Option<SocketAddr>,
-    /// Seconds a cache miss waits for another request's fetch of the same URI (collapsed
+    /// Time an idle upstream connection is kept.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
+    pub pool_idle_timeout: Duration,
+    /// Time a cache miss waits for another request's fetch of the same URI (collapsed
     /// forwarding: one request to the origin); 0 turns collapsing off.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub collapse_wait: f64,
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub collapse_wait: Duration,
     /// Also allow CONNECT tunnels to this port (repeatable; only 443 is allowed by default).
     #[arg(long, value_name = "PORT")]
     pub connect_port: Vec<u16>,
     /// Allow CONNECT tunnels to any port.
     #[arg(long)]
     pub connect_any_port: bool,
-    /// Write an access log to this file: Common Log Format plus the cache status and the
-    /// upstream time in seconds (off by default).
-    #[arg(long, value_name = "FILE")]
-    pub access_log: Option<PathBuf>,
+    /// The coldwire-targeted cache-control field (RFC 9213): a reverse proxy obeys it
+    /// first, then CDN-Cache-Control, then Cache-Control, and removes both targeted fields
+    /// from its responses; a forward proxy obeys neither and passes them on.
+    #[arg(long, value_name = "NAME", default_value = "Coldwire-Cache-Control")]
+    pub targeted_cache_control: String,
+    /// What every server subcommand shares.
+    #[command(flatten, next_help_heading = "Every server")]
+    pub runtime: RuntimeArgs,
+    /// Serve a stored response up to this long past its freshness when the origin cannot
+    /// be reached (connect or resolution failure, timeout); off by default. A response's
+    /// or request's stale-if-error works without it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub serve_stale_on_error: Option<Duration>,
+}
+
+/// The parser of `--io`: the names of [`Backend::ALL`], which clap lists in the help
+/// ("possible values") and in the error for any other name.
+pub fn backend_parser() -> impl TypedValueParser<Value = Backend> {
+    let names = Backend::ALL.map(|backend| PossibleValue::new(backend.name()));
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Backend>())
 }

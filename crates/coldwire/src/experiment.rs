@@ -55,8 +55,8 @@ pub fn run(arguments: ExperimentArgs) -> anyhow::Result<()> {
         .collect();
     for outcome in &outcomes {
         match &outcome.result {
-            Ok(()) => println!("{}: {}", outcome.name, outcome.dir.display()),
-            Err(_) => println!("{}: FAILED (see above)", outcome.name),
+            Ok(()) => coldwire_server::outln!("{}: {}", outcome.name, outcome.dir.display()),
+            Err(_) => coldwire_server::outln!("{}: FAILED (see above)", outcome.name),
         }
     }
     if !failed.is_empty() {

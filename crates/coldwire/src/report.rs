@@ -25,13 +25,13 @@ pub fn run(arguments: ReportArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| arguments.dirs[0].join("index.html"));
     let outcome = coldwire_report::build_report(&arguments.dirs, &out)?;
     for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
+        coldwire_server::errln!("warning: {warning}");
     }
-    eprintln!(
+    coldwire_server::errln!(
         "coldwire report: {} experiment(s): {}",
         outcome.experiments.len(),
         outcome.experiments.join(", ")
     );
-    println!("{}", outcome.out.display());
+    coldwire_server::outln!("{}", outcome.out.display());
     Ok(())
 }

@@ -8,17 +8,17 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use coldwire_process::Process;
 
 use super::config::{self, render};
 use super::install::{Program, find};
 use super::origin::free_port;
 use crate::RunContext;
 use crate::bench_result::BenchDocument;
-use crate::process::{ServerProcess, run_bench};
+use crate::process::{run_bench, server_error, start_server};
 
 /// How long a starting peer gets to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -112,14 +112,7 @@ pub(crate) struct WorkDir(PathBuf);
 impl WorkDir {
     fn create(name: &str) -> anyhow::Result<WorkDir> {
         use std::os::unix::fs::PermissionsExt;
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "coldwire-peer-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+        let path = crate::output::scratch_dir(&format!("coldwire-peer-{name}"))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
         Ok(WorkDir(path))
     }
@@ -147,7 +140,7 @@ pub(crate) struct Running {
     /// Its name.
     pub name: String,
     /// The process we started (stopped on drop).
-    pub process: ServerProcess,
+    pub process: Process,
     /// Where it listens.
     pub address: SocketAddr,
     /// coldwire's stats endpoint.
@@ -252,9 +245,13 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
                 "600".to_owned(),
             ]);
             args.extend(flags.iter().cloned());
-            let mut process = ServerProcess::start(target.coldwire, &args, target.cpu)?;
-            let listen = process.wait_for_line("proxy listening on http://", START_TIMEOUT)?;
-            let stats = process.wait_for_line("stats on ", START_TIMEOUT)?;
+            let mut process = start_server(target.coldwire, &args, target.cpu)?;
+            let listen = process
+                .wait_for_line("proxy listening on http://", START_TIMEOUT)
+                .map_err(server_error)?;
+            let stats = process
+                .wait_for_line("stats on ", START_TIMEOUT)
+                .map_err(server_error)?;
             let address = listen.parse().with_context(|| {
                 format!("coldwire proxy printed an unexpected address `{listen}`")
             })?;
@@ -329,8 +326,10 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
                 }
                 _ => unreachable!("coldwire contenders are handled above"),
             };
-            let mut process = ServerProcess::start(&program, &args, target.cpu)?;
-            process.wait_for_port(address, START_TIMEOUT)?;
+            let mut process = start_server(&program, &args, target.cpu)?;
+            process
+                .wait_for_port(address, START_TIMEOUT)
+                .map_err(server_error)?;
             (process, address, None)
         }
     };

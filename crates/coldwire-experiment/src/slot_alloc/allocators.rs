@@ -8,7 +8,7 @@
 //!
 //! Plus [`XorShift`], the small deterministic generator that picks which slot to free.
 
-use coldwire_io::slot_table::LowestFreeBitmap;
+use coldwire_io::LowestFreeBitmap;
 
 /// An allocator of the lowest unused index.
 pub trait LowestFree: Sized {

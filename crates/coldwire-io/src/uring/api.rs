@@ -1,5 +1,5 @@
-//! The [`Driver`] contract implemented by [`UringDriver`] (the mechanics are in
-//! `driver.rs`), and its teardown.
+//! The [`Driver`] contract implemented by [`UringDriver`] on top of its mechanics
+//! (`driver.rs`, `accept.rs`, `receive.rs`, `send.rs`, `close.rs`).
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -9,23 +9,23 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, types};
 
 use super::connection::{
-    CLOSING, CONNECTING, Kind, READ_IN_FLIGHT, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED,
-    SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_PENDING, WRITE_WAITING, decode, user_data,
+    CLOSING, CONNECTING, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, SEND_PROMISED,
+    SHUTDOWN_PENDING, WRITE_WAITING, user_data,
 };
 use super::driver::{
     ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, is_current, set_blocking,
 };
 use super::output::bytes_acknowledged;
-use crate::buffer_pool::Buffer;
-use crate::completions::next_current;
-use crate::counters::LoopCounters;
+use crate::core::completions::next_current;
+use crate::core::counters::LoopCounters;
+use crate::core::waker::Waker;
 use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
+use crate::pools::buffer_pool::Buffer;
 use crate::sys;
-use crate::waker::Waker;
 
 impl Driver for UringDriver {
     fn backend_name(&self) -> &'static str {
-        "uring"
+        UringDriver::NAME
     }
 
     fn listen(&mut self, listener: TcpListener) -> io::Result<ListenerId> {
@@ -37,7 +37,7 @@ impl Driver for UringDriver {
             fd,
             accepting: false,
         }));
-        if !self.accepting_paused() {
+        if !self.accepting.is_paused() {
             self.arm_accept(index);
         }
         Ok(ListenerId(index as u32))
@@ -130,26 +130,23 @@ impl Driver for UringDriver {
         }
     }
 
-    fn supports_splice(&self) -> bool {
-        true
+    /// A completion driver has no gap between a drained stream and its end: the armed
+    /// receive reports both.
+    fn recv_eager(&mut self, id: ConnectionId) {
+        self.recv(id);
     }
 
-    fn splice(
-        &mut self,
-        source: ConnectionId,
-        destination: ConnectionId,
-        length: u64,
-        keep_copy: bool,
-    ) -> io::Result<()> {
-        self.start_splice(source, destination, length, keep_copy)
+    /// Not passed on: the `SENDMSG` carries `MSG_MORE` only for output queued behind it,
+    /// not for a splice that follows, so this flushes as [`Driver::flush`] does (the head
+    /// may leave in a segment of its own).
+    fn flush_more(&mut self, id: ConnectionId) -> Flush {
+        self.flush(id)
     }
 
-    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.take_copy(destination)
-    }
+    type Splicer = Self;
 
-    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        UringDriver::splice_delivered(self, destination)
+    fn splicer(&mut self) -> io::Result<&mut Self> {
+        Ok(self)
     }
 
     fn send(&mut self, id: ConnectionId, chunk: Chunk) {
@@ -281,16 +278,11 @@ impl Driver for UringDriver {
         }
         let fd = connection.fd;
         let promised = connection.flags & SEND_PROMISED != 0;
-        if let Some(timer) = connection.timer.take() {
-            self.timers.cancel(timer);
-        }
+        self.timers.cancel(&mut connection.timer);
         if promised {
             // The server was told this output was written: let it finish, within bounds.
-            let deadline = self.now + ZOMBIE_LINGER;
-            let handle = self.timers.insert(deadline, id);
-            if let Some(connection) = self.connections.get_mut(slot) {
-                connection.timer = Some(handle);
-            }
+            self.timers
+                .set(&mut connection.timer, id, self.now + ZOMBIE_LINGER);
         } else {
             self.cancel_all(fd);
             self.cancel_sends(slot, id.generation);
@@ -301,82 +293,22 @@ impl Driver for UringDriver {
         if !self.is_current(id) {
             return;
         }
-        let Some(connection) = self.connections.get_mut(id.index()) else {
-            return;
-        };
-        if let Some(timer) = connection.timer
-            && self.timers.rearm(timer, deadline)
-        {
-            return;
+        if let Some(connection) = self.connections.get_mut(id.index()) {
+            self.timers.set(&mut connection.timer, id, deadline);
         }
-        connection.timer = Some(self.timers.insert(deadline, id));
     }
 
     fn cancel_timer(&mut self, id: ConnectionId) {
         if !self.is_current(id) {
             return;
         }
-        let Some(connection) = self.connections.get_mut(id.index()) else {
-            return;
-        };
-        if let Some(timer) = connection.timer.take() {
-            self.timers.cancel(timer);
+        if let Some(connection) = self.connections.get_mut(id.index()) {
+            self.timers.cancel(&mut connection.timer);
         }
     }
 
     fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        if let Some(error) = self.fatal.take() {
-            return Err(error);
-        }
-        let timeout = self.wait_timeout(timeout);
-        self.ring.submit_and_wait(timeout)?;
-        self.now = Instant::now();
-        let mut reaped = std::mem::take(&mut self.reaped);
-        reaped.clear();
-        self.ring.drain_into(&mut reaped);
-        self.counters.events += reaped.len() as u64;
-        if reaped.is_empty() && timeout != Some(Duration::ZERO) {
-            self.counters.empty_wakeups += 1;
-        }
-        for entry in &reaped {
-            self.handle(entry);
-        }
-        self.reaped = reaped;
-        if self
-            .accept_paused_until
-            .is_some_and(|until| until <= self.now)
-        {
-            self.accept_paused_until = None;
-            if !self.accept_at_limit {
-                self.resume_accepting();
-            }
-        }
-        let mut expired = std::mem::take(&mut self.expired);
-        self.timers.expire(self.now, |id| expired.push(id));
-        for id in expired.drain(..) {
-            let Some(connection) = self
-                .connections
-                .get_mut(id.index())
-                .filter(|connection| connection.generation == id.generation)
-            else {
-                continue;
-            };
-            connection.timer = None;
-            if connection.flags & CLOSING != 0 {
-                // A promised send that never finished: cut it.
-                let fd = connection.fd;
-                self.cancel_all(fd);
-                self.cancel_sends(id.index(), id.generation);
-            } else {
-                self.completions
-                    .push_back(Completion::TimerExpired { connection: id });
-            }
-        }
-        self.expired = expired;
-        match self.fatal.take() {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
+        self.turn(timeout)
     }
 
     fn next_completion(&mut self) -> Option<Completion> {
@@ -417,86 +349,5 @@ impl Driver for UringDriver {
 
     fn waker(&self) -> Waker {
         self.waker.clone()
-    }
-}
-
-impl Drop for UringDriver {
-    /// Cancels every operation and waits (bounded) until no send or file read still points
-    /// into connection memory, then closes the descriptors. The ring is dropped before the
-    /// receive buffer ring by field order.
-    fn drop(&mut self) {
-        let entry = opcode::AsyncCancel2::new(io_uring::types::CancelBuilder::any())
-            .build()
-            .user_data(user_data(Kind::Ignored, 0, 0));
-        self.push_plain(entry);
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let mut reaped = Vec::new();
-        loop {
-            let busy = self.splices.busy()
-                || self
-                    .connections
-                    .iter()
-                    .any(|(_, connection)| connection.memory_in_flight());
-            if !busy || Instant::now() >= deadline {
-                break;
-            }
-            if self
-                .ring
-                .submit_and_wait(Some(Duration::from_millis(10)))
-                .is_err()
-            {
-                break;
-            }
-            reaped.clear();
-            self.ring.drain_into(&mut reaped);
-            for entry in &reaped {
-                if let Some((Kind::Splice, slot, _)) = decode(entry.user_data()) {
-                    self.splices.settle(slot);
-                }
-                if let Some((kind @ (Kind::Send | Kind::Read), slot, generation)) =
-                    decode(entry.user_data())
-                    && let Some(connection) = self.connections.get_mut(slot)
-                    && connection.generation == generation
-                {
-                    connection.flags &= !match kind {
-                        Kind::Send => SEND_IN_FLIGHT,
-                        _ => READ_IN_FLIGHT,
-                    };
-                }
-            }
-        }
-        if !self.splices.busy() {
-            self.splices.close_all();
-        }
-        let open: Vec<_> = self
-            .connections
-            .iter_mut()
-            .filter(|(_, connection)| !connection.memory_in_flight())
-            .map(|(_, connection)| {
-                if let Some(pipe) = connection.send.as_mut().and_then(|state| state.pipe.take()) {
-                    sys::close(pipe.read);
-                    sys::close(pipe.write);
-                }
-                connection.fd
-            })
-            .collect();
-        for fd in open {
-            sys::close(fd);
-        }
-        // Connections whose memory the kernel may still use are leaked on purpose rather
-        // than freed under it (only if cancellation did not finish within the deadline).
-        let connections = std::mem::take(&mut self.connections);
-        let stuck = connections
-            .iter()
-            .any(|(_, connection)| connection.memory_in_flight());
-        if stuck {
-            std::mem::forget(connections);
-        }
-        for listener in self.listeners.iter().flatten() {
-            sys::close(listener.fd);
-        }
-        for &(_, fd) in &self.backlog {
-            sys::close(fd);
-        }
     }
 }

@@ -16,9 +16,10 @@
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 
-use crate::buffer_pool::Buffer;
+use crate::core::generations::Occupant;
+use crate::core::timer_wheel::TimerHandle;
 use crate::driver::Chunk;
-use crate::timer_wheel::TimerHandle;
+use crate::pools::buffer_pool::Buffer;
 
 /// What an operation was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +115,7 @@ pub const SPLICE_TO: u16 = 4096;
 /// Memory a send hands to the kernel; boxed so its address is stable.
 pub struct SendState {
     /// The gather list (`msghdr.msg_iov` points here).
-    pub iovecs: [libc::iovec; super::GATHER],
+    pub iovecs: [libc::iovec; crate::pools::output_pools::GATHER],
     /// The message header the `SENDMSG` points to.
     pub message: libc::msghdr,
     /// Buffer a file piece is read into before it is sent.
@@ -133,7 +134,7 @@ pub struct SendState {
     /// length). A piece the socket took only in part is sent on from here, not read again.
     pub buffered: Option<(u64, u64)>,
     /// The pipe file pieces are spliced through, held while the connection sends a file.
-    pub pipe: Option<crate::pipe_pool::Pipe>,
+    pub pipe: Option<crate::pools::pipe_pool::Pipe>,
 }
 
 // SAFETY: the raw pointers in `iovecs` and `message` point into this box and into output
@@ -185,6 +186,20 @@ pub struct Connection {
     /// Bytes handed to this connection for output so far (queued or spliced to it): with
     /// the peer's acknowledged count, what has not reached the peer yet.
     pub handed: u64,
+}
+
+impl Occupant for Connection {
+    fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    fn set_generation(&mut self, generation: u32) {
+        self.generation = generation;
+    }
+
+    fn timer(&mut self) -> &mut Option<TimerHandle> {
+        &mut self.timer
+    }
 }
 
 impl Connection {

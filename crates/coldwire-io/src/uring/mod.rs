@@ -3,20 +3,21 @@
 //! [`UringDriver`] ([`driver`], [`api`]) with its provided-buffer ring ([`buffers`]),
 //! per-connection state ([`connection`]), sends ([`output`]) and socket-to-socket
 //! transfers ([`mod@splice`]). The readiness-only
-//! backend, `uring-poll`, is [`crate::uring_poll`].
+//! backend, `uring-poll`, is [`crate::poller::uring_poll`].
 
+mod accept;
 pub mod api;
 pub mod buffers;
+mod close;
 pub mod connection;
 pub mod driver;
 pub mod output;
 pub mod probe;
+mod receive;
 pub mod ring;
+mod send;
 pub mod splice;
 
 pub use driver::{UringDriver, UringOptions};
 pub use probe::{Needs, probe};
 pub use ring::{Ring, RingCounters, RingOptions};
-
-/// Slices gathered into one `SENDMSG` (as the readiness driver).
-pub const GATHER: usize = 64;

@@ -1,5 +1,5 @@
 //! Building the io_uring driver's sends: gathered memory chunks go out in one `SENDMSG`
-//! (up to [`super::GATHER`] slices, `MSG_MORE` when more output follows); a file range goes
+//! (up to `GATHER` slices, `MSG_MORE` when more output follows); a file range goes
 //! out in pieces, each a `SPLICE` file → the connection's pooled pipe linked
 //! (`IOSQE_IO_LINK`) to a `SPLICE` pipe → socket — the sendfile equivalent: page-cache
 //! pages are passed by reference, no byte is copied. Without a pipe (descriptors
@@ -20,9 +20,9 @@ use std::os::fd::AsRawFd;
 
 use io_uring::{opcode, squeue, types};
 
-use super::GATHER;
 use super::connection::{Connection, Kind, READ_IN_FLIGHT, SEND_IN_FLIGHT, SendState, user_data};
 use crate::driver::Chunk;
+use crate::pools::output_pools::GATHER;
 
 /// Sends up to this size wait for all their bytes (`MSG_WAITALL`).
 pub const WAIT_ALL_LIMIT: u64 = 64 * 1024;

@@ -1,4 +1,4 @@
-//! `Driver::splice` on io_uring: socket → pooled pipe → socket with `IORING_OP_SPLICE`, and
+//! `Splice::splice` on io_uring: socket → pooled pipe → socket with `IORING_OP_SPLICE`, and
 //! the copy a cache keeps with `IORING_OP_TEE` into a second pipe plus a `READ` of it — the
 //! bytes of the transfer itself never enter user space.
 //!
@@ -39,10 +39,10 @@ use super::connection::{
     CLOSING, Kind, RECV_ACTIVE, RECV_ARMED, SEND_PROMISED, SPLICE_FROM, SPLICE_TO, user_data,
 };
 use super::driver::UringDriver;
-use crate::driver::ConnectionId;
-use crate::pipe_pool::PipePool;
-use crate::splice_table::{self, SpliceTable, TransferState, UNTIL_END, check_call};
-pub use crate::splice_table::{MAX_FREE_PIPES, PIPE_BYTES};
+use crate::core::splice_table::{self, SpliceTable, TransferState, UNTIL_END, check_call};
+pub use crate::core::splice_table::{MAX_FREE_PIPES, PIPE_BYTES};
+use crate::driver::{ConnectionId, Driver, Splice};
+use crate::pools::pipe_pool::PipePool;
 
 /// Where a transfer is (see the module doc); every step but `Quieting` has one operation
 /// in flight.
@@ -56,7 +56,7 @@ enum Step {
     Out,
 }
 
-/// What an io_uring transfer keeps besides the shared [`crate::splice_table::Transfer`].
+/// What an io_uring transfer keeps besides the shared [`crate::core::splice_table::Transfer`].
 pub(crate) struct Steps {
     /// Bytes tee'd into the copy pipe and not yet read back.
     teed: usize,
@@ -111,9 +111,18 @@ impl Splices {
     }
 }
 
-impl UringDriver {
-    /// Starts a transfer (the `Driver::splice` contract; see the module doc).
-    pub(super) fn start_splice(
+impl Splice for UringDriver {
+    /// The multishot receive fills whole ring buffers: a bound cannot be passed on. Bytes
+    /// past it wait in the connection's stash, and a transfer that follows sends them
+    /// first (its *prefix*), so they are copied once, never lost.
+    const HONOURS_RECEIVE_BOUND: bool = false;
+
+    fn recv_at_most(&mut self, id: ConnectionId, _max_bytes: usize) {
+        self.recv(id);
+    }
+
+    /// Starts a transfer (see the module doc).
+    fn splice(
         &mut self,
         source: ConnectionId,
         destination: ConnectionId,
@@ -161,6 +170,18 @@ impl UringDriver {
         Ok(())
     }
 
+    fn splice_delivered(&self, destination: ConnectionId) -> u64 {
+        self.splices
+            .running(destination)
+            .map_or(0, |transfer| transfer.state.delivered)
+    }
+
+    fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
+        self.splices.take_copy(destination)
+    }
+}
+
+impl UringDriver {
     /// A receive or send completion arrived for `slot`: a transfer waiting for the
     /// connection to quiet down may go on.
     pub(super) fn splice_poke(&mut self, slot: usize) {
@@ -207,23 +228,11 @@ impl UringDriver {
         })
     }
 
-    /// Bytes a running transfer has delivered to `destination` so far (0 when none runs).
-    pub(super) fn splice_delivered(&self, destination: ConnectionId) -> u64 {
-        self.splices
-            .running(destination)
-            .map_or(0, |transfer| transfer.state.delivered)
-    }
-
     /// Bytes a running transfer to `destination` has not taken from its source yet.
     pub(super) fn splice_untaken(&self, destination: ConnectionId) -> u64 {
         self.splices
             .running(destination)
             .map_or(0, |transfer| transfer.remaining)
-    }
-
-    /// The copy kept by a finished transfer to `destination`.
-    pub(super) fn take_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
-        self.splices.take_copy(destination)
     }
 
     /// Leaves `Quieting` once the source's receive has stopped and the destination's

@@ -6,9 +6,10 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use coldwire_io::{Completion, ConnectionId, Driver};
+use crate::support::run_until;
+use coldwire_io::{Completion, ConnectionId, Driver, Splice};
 
 /// Deterministic bytes.
 fn pattern(length: usize) -> Vec<u8> {
@@ -21,8 +22,8 @@ fn pattern(length: usize) -> Vec<u8> {
         .collect()
 }
 
-fn supported<D: Driver>(driver: &D) -> bool {
-    if driver.supports_splice() {
+fn supported<D: Driver>(driver: &mut D) -> bool {
+    if driver.splicer().is_ok() {
         return true;
     }
     println!(
@@ -55,24 +56,15 @@ fn pair<D: Driver>(driver: &mut D) -> (ConnectionId, TcpStream, ConnectionId, Tc
     (source, source_stream, destination, destination_stream)
 }
 
+/// Runs the loop until `until` returns true; received buffers are given back unread.
 fn wait_for<D: Driver>(driver: &mut D, mut until: impl FnMut(&Completion) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for a completion"
-        );
-        driver.wait(Some(Duration::from_millis(100))).unwrap();
-        while let Some(completion) = driver.next_completion() {
-            if let Completion::Received { buffer, .. } = completion {
-                driver.recycle(buffer);
-                continue;
-            }
-            if until(&completion) {
-                return;
-            }
+    run_until(driver, |driver, completion| match completion {
+        Completion::Received { buffer, .. } => {
+            driver.recycle(buffer);
+            false
         }
-    }
+        other => until(&other),
+    });
 }
 
 fn reader(mut stream: TcpStream) -> thread::JoinHandle<Vec<u8>> {
@@ -87,9 +79,8 @@ fn reader(mut stream: TcpStream) -> thread::JoinHandle<Vec<u8>> {
 }
 
 /// A bounded transfer of several pipes' worth, with a copy kept, arrives intact twice.
-pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() -> D) {
-    let mut driver = make();
-    if !supported(&driver) {
+pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(mut driver: D) {
+    if !supported(&mut driver) {
         return;
     }
     let (source, mut source_stream, destination, destination_stream) = pair(&mut driver);
@@ -101,6 +92,8 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
     });
     let received = reader(destination_stream);
     driver
+        .splicer()
+        .unwrap()
         .splice(source, destination, data.len() as u64, true)
         .unwrap();
     wait_for(&mut driver, |completion| match completion {
@@ -108,6 +101,8 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
         other => panic!("unexpected {other:?}"),
     });
     let copy = driver
+        .splicer()
+        .unwrap()
         .take_splice_copy(destination)
         .expect("a copy was kept");
     assert!(copy == data, "the copy differs ({} bytes)", copy.len());
@@ -120,22 +115,29 @@ pub fn splice_moves_a_length_and_keeps_an_exact_copy<D: Driver>(make: impl Fn() 
         arrived.len()
     );
     assert!(
-        driver.take_splice_copy(destination).is_none(),
+        driver
+            .splicer()
+            .unwrap()
+            .take_splice_copy(destination)
+            .is_none(),
         "a copy is taken once"
     );
 }
 
 /// An unbounded transfer ends when the source ends its stream; an early end of a bounded
 /// one is `UnexpectedEof` on the destination.
-pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(make: impl Fn() -> D) {
-    let mut driver = make();
-    if !supported(&driver) {
+pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(mut driver: D) {
+    if !supported(&mut driver) {
         return;
     }
     let (source, mut source_stream, destination, destination_stream) = pair(&mut driver);
     let data = pattern(300_000);
     let received = reader(destination_stream);
-    driver.splice(source, destination, u64::MAX, false).unwrap();
+    driver
+        .splicer()
+        .unwrap()
+        .splice(source, destination, u64::MAX, false)
+        .unwrap();
     source_stream.write_all(&data).unwrap();
     source_stream.shutdown(Shutdown::Write).unwrap();
     wait_for(&mut driver, |completion| match completion {
@@ -146,7 +148,11 @@ pub fn splice_until_end_of_stream_and_reports_an_early_end<D: Driver>(make: impl
     assert!(received.join().unwrap() == data);
 
     let (source, mut source_stream, destination, _destination_stream) = pair(&mut driver);
-    driver.splice(source, destination, 1000, false).unwrap();
+    driver
+        .splicer()
+        .unwrap()
+        .splice(source, destination, 1000, false)
+        .unwrap();
     source_stream.write_all(b"only ten b").unwrap();
     drop(source_stream);
     wait_for(&mut driver, |completion| match completion {

@@ -6,12 +6,101 @@
 //! (`evaluate_request_range`), the same as `coldwire serve`'s for files.
 //!
 //! On a miss the request goes to the origin as it came, `Range` included; its `206` is
-//! passed on and never stored (a later full `GET` fills the cache).
+//! passed on, and stored as partial content when it is a single range of a representation
+//! with a strong validator (RFC 9111 §3.3; pieces of the same representation are combined,
+//! and once they cover it the whole object is stored, §3.4 — coldwire-cache's
+//! `store/partial.rs`). A later `GET` whose single range one held piece covers is answered
+//! from it ([`Worker::answer_from_partial`]); any other goes to the origin, and so does one
+//! with `If-None-Match` / `If-Modified-Since`.
 
-use bytes::Bytes;
-use coldwire_cache::StoredResponse;
+use coldwire_cache::{CacheControl, CacheStatus, StoredResponse};
 use coldwire_http::range::{write_content_range, write_unsatisfied_content_range};
-use coldwire_http::{ETag, RangeOutcome, RequestHead, Validators, parse_http_date};
+use coldwire_http::{
+    ETag, Method, RangeOutcome, RequestHead, Validators, evaluate_request_range, parse_http_date,
+};
+use coldwire_io::{Chunk, Driver};
+
+use super::head::{ClientFraming, ClientHead, write_client_head};
+use super::state::{Client, Routed};
+use super::worker::Worker;
+use crate::output::Output;
+
+impl<D: Driver> Worker<D> {
+    /// A `GET` with one `Range` that missed the complete objects: answers it from the
+    /// partial content held for `key` when that is fresh, selected by `Vary`, and one held
+    /// piece covers the range (`If-Range` evaluated against the piece's validators); `None`
+    /// sends the request on.
+    pub(super) fn answer_from_partial(
+        &mut self,
+        client: &mut Client,
+        head: &RequestHead<'_>,
+        key: &str,
+        directives: &CacheControl,
+        output: &mut Output,
+    ) -> Option<Routed> {
+        if head.method() != Method::Get
+            || head.header("range").is_none()
+            || self.config.revalidate_always
+        {
+            return None;
+        }
+        let store = self.store.clone()?;
+        let partial = store.lookup_partial(key, |name| head.header_values(name).collect())?;
+        let values = |name: &str| head.header_values(name).collect::<Vec<_>>();
+        // A conditional the pieces would answer with 304 goes on: a 304 for a range is
+        // the origin's to give.
+        let conditional =
+            !values("if-none-match").is_empty() || !values("if-modified-since").is_empty();
+        if conditional || !partial.is_fresh_for(self.wall_clock, directives) {
+            return None;
+        }
+        let segments = partial.segments.as_ref()?;
+        let complete_len = segments.complete_len();
+        let validators = Validators {
+            last_modified: partial
+                .fields
+                .get("last-modified")
+                .and_then(parse_http_date),
+            etag: partial.fields.get("etag").and_then(ETag::parse),
+        };
+        let range = evaluate_request_range(head, &validators, complete_len);
+        let RangeOutcome::Partial {
+            start,
+            end_inclusive,
+        } = range
+        else {
+            return None;
+        };
+        let bytes = segments.covering(start, end_inclusive)?;
+        let keep_alive = head.keep_alive() && self.drain_deadline.is_none();
+        let status = CacheStatus {
+            detail: Some("partial"),
+            ..CacheStatus::hit(partial.ttl(self.wall_clock))
+        };
+        let client_head = ClientHead {
+            version: head.version(),
+            status: 206,
+            reason: "",
+            fields: &partial.fields,
+            framing: ClientFraming::Length(bytes.len() as u64),
+            keep_alive,
+            age: Some(partial.age(self.wall_clock).as_secs()),
+            name: &self.config.name,
+            cache_status: Some(status),
+            date: self.date.bytes(),
+            hidden: store.targets(),
+        };
+        let out = output.bytes(&mut self.driver);
+        write_client_head(out, &client_head);
+        add_content_range(out, range, complete_len);
+        let body_bytes = bytes.len() as u64;
+        output.chunk(&mut self.driver, Chunk::Shared(bytes));
+        self.http.count_response(206);
+        self.http.body_bytes += body_bytes;
+        self.log_answer(client, 206, body_bytes, Some("hit"));
+        Some(Routed::answered(keep_alive))
+    }
+}
 
 /// The range to serve from `stored` for `head` (only `200`s are ever sliced).
 pub(super) fn range_for(head: &RequestHead<'_>, stored: &StoredResponse) -> RangeOutcome {
@@ -23,27 +112,6 @@ pub(super) fn range_for(head: &RequestHead<'_>, stored: &StoredResponse) -> Rang
         etag: stored.fields.get("etag").and_then(ETag::parse),
     };
     coldwire_http::evaluate_request_range(head, &validators, stored.body_len)
-}
-
-/// The pieces of `body` covering bytes `start..=end_inclusive` (shared, not copied).
-pub(super) fn slice_body(body: &[Bytes], start: u64, end_inclusive: u64) -> Vec<Bytes> {
-    let mut pieces = Vec::new();
-    let mut offset = 0u64;
-    for piece in body {
-        let piece_start = offset;
-        let piece_end = offset + piece.len() as u64;
-        offset = piece_end;
-        if piece_end <= start || piece_start > end_inclusive {
-            continue;
-        }
-        let from = start.saturating_sub(piece_start);
-        let to = (end_inclusive + 1).min(piece_end) - piece_start;
-        let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
-            continue;
-        };
-        pieces.push(piece.slice(from..to));
-    }
-    pieces
 }
 
 /// Inserts `Content-Range` into a complete response head written at the end of `out`
@@ -67,16 +135,6 @@ pub(super) fn add_content_range(out: &mut Vec<u8>, range: RangeOutcome, complete
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slices_span_pieces_without_copying() {
-        let body = vec![Bytes::from_static(b"abcd"), Bytes::from_static(b"efgh")];
-        let joined = |pieces: Vec<Bytes>| pieces.concat();
-        assert_eq!(joined(slice_body(&body, 2, 5)), b"cdef");
-        assert_eq!(joined(slice_body(&body, 0, 7)), b"abcdefgh");
-        assert_eq!(joined(slice_body(&body, 4, 4)), b"e");
-        assert_eq!(joined(slice_body(&body, 7, 7)), b"h");
-    }
 
     #[test]
     fn content_range_goes_before_the_empty_line() {

@@ -31,7 +31,7 @@
 //!
 //! Wake-ups: leader and followers may be on different workers. A follower registers its
 //! worker with the claim ([`coldwire_cache::Store::follow`]) and is listed in the worker's
-//! [`Parked`] under the claim's number; releasing the claim (stored, refused at the head,
+//! [`Followers`] under the claim's number; releasing the claim (stored, refused at the head,
 //! failed, cut — whichever thread drops it) puts the number in the mailbox of every
 //! registered worker and wakes its loop through its `Waker` (registered by the worker at
 //! start); on `Completion::Woken` the worker re-routes the requests parked on the released
@@ -40,13 +40,14 @@
 //! for the `--collapse-wait` deadline; each poll costs one re-parse of the waiting request.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use coldwire_cache::{CacheControl, Claim, Fields, Freshness, hit_for_miss_lifetime};
+use coldwire_cache::{CacheControl, Claim, Freshness, hit_for_miss_lifetime};
 use coldwire_http::RequestHead;
+use coldwire_http::owned_fields::Fields;
 use coldwire_io::{ConnectionId, Driver};
 
-use super::state::Client;
+use super::state::{Client, ClientState, Parked};
 use super::worker::{Step, Worker};
 use crate::session::Phase;
 
@@ -57,7 +58,7 @@ pub(super) const POLL: Duration = Duration::from_millis(10);
 /// requests that stopped waiting (routed by their poll, closed) are dropped when the claim
 /// is released.
 #[derive(Default)]
-pub(super) struct Parked {
+pub(super) struct Followers {
     by_claim: HashMap<u64, Vec<ConnectionId>>,
     /// Numbers of released claims, taken from the store (kept to reuse its allocation).
     released: Vec<u64>,
@@ -72,8 +73,8 @@ pub(super) enum Collapse {
     /// Go to the origin without a claim because the key is marked hit-for-miss: its last
     /// leader's response was not storable.
     HitForMiss,
-    /// Wait for the fetch that holds the claim.
-    Wait,
+    /// Wait for the fetch that holds the claim (the client is to park so).
+    Wait(Parked),
 }
 
 /// Whether a request may lead or follow: its answer could fill the cache for everyone.
@@ -86,13 +87,15 @@ fn collapsible(head: &RequestHead<'_>, directives: &CacheControl) -> bool {
 }
 
 impl<D: Driver> Worker<D> {
-    /// Decides for a miss of `key`; when it must wait, the client is parked.
+    /// Decides for a miss of `key`. `waited` is the earlier wait of a request parked
+    /// before; when it must wait (again), the wait is returned and its poll timer armed.
     pub(super) fn collapse(
         &mut self,
         client: &mut Client,
         head: &RequestHead<'_>,
         directives: &CacheControl,
         key: &str,
+        waited: Option<Parked>,
     ) -> Collapse {
         let Some(store) = self.store.as_ref() else {
             return Collapse::Alone;
@@ -104,36 +107,32 @@ impl<D: Driver> Worker<D> {
             return Collapse::HitForMiss;
         }
         let now = self.driver.now();
-        match (store.claim(key), client.collapsed_wait) {
-            (Some(claim), None) => Collapse::Lead(claim),
+        let parked = match (store.claim(key), waited) {
+            (Some(claim), None) => return Collapse::Lead(claim),
             // The leader ended and its answer was not stored for this request: go alone.
-            (Some(_released), Some(_)) => Collapse::Alone,
-            (None, waiting) if waited_enough(waiting, now) => Collapse::Alone,
-            (None, waiting) => {
-                let holder = store.claim_holder(key);
-                match waiting {
-                    // The leader this request waited for is gone; another one claimed the
-                    // key since: do not queue behind it.
-                    Some(_) if holder != Some(client.collapsed_behind) => {
-                        return Collapse::Alone;
-                    }
-                    Some(_) => {}
-                    None => {
-                        // Registered with the claim: its release wakes this worker.
-                        let followed = store.follow(key, self.index);
-                        client.collapsed_behind = followed.unwrap_or(0);
-                        if let Some(number) = followed {
-                            let ids = self.parked.by_claim.entry(number).or_default();
-                            ids.push(client.session.id);
-                        }
-                    }
-                }
-                let deadline = waiting.unwrap_or(now + self.config.collapse_wait);
-                client.collapsed_wait = Some(deadline);
-                client.session.set_deadline(&mut self.driver, now + POLL);
-                Collapse::Wait
+            (Some(_released), Some(_)) => return Collapse::Alone,
+            (None, Some(waited)) if now >= waited.until => return Collapse::Alone,
+            // The leader this request waited for is gone; another one claimed the key
+            // since: do not queue behind it.
+            (None, Some(waited)) if store.claim_holder(key) != Some(waited.behind) => {
+                return Collapse::Alone;
             }
-        }
+            (None, Some(waited)) => waited,
+            (None, None) => {
+                // Registered with the claim: its release wakes this worker.
+                let followed = store.follow(key, self.index);
+                if let Some(number) = followed {
+                    let ids = self.followers.by_claim.entry(number).or_default();
+                    ids.push(client.session.id);
+                }
+                Parked {
+                    until: now + self.config.collapse_wait,
+                    behind: followed.unwrap_or(0),
+                }
+            }
+        };
+        client.session.set_deadline(&mut self.driver, now + POLL);
+        Collapse::Wait(parked)
     }
 
     /// A leader's response will not be stored (`fields` are its head's, `None` when the
@@ -150,7 +149,7 @@ impl<D: Driver> Worker<D> {
             return;
         }
         let lifetime = fields.map_or(std::time::Duration::ZERO, |fields| {
-            Freshness::of(status, fields, self.wall_clock).lifetime
+            Freshness::of_targeted(status, fields, self.wall_clock, store.targets()).lifetime
         });
         store.mark_hit_for_miss(
             claim.key(),
@@ -160,11 +159,6 @@ impl<D: Driver> Worker<D> {
         drop(claim);
     }
 
-    /// A waiting request's poll: route it again (a hit now, or forward, or wait more).
-    pub(super) fn collapsed_poll(&mut self, client: &mut Client) -> Step {
-        self.process(client)
-    }
-
     /// The loop was woken: routes again, at once, the requests waiting for claims that
     /// were released (instead of at their next poll). A request still writing earlier
     /// answers is left to the poll that follows its write.
@@ -172,45 +166,27 @@ impl<D: Driver> Worker<D> {
         let Some(store) = self.store.as_ref() else {
             return;
         };
-        let mut released = std::mem::take(&mut self.parked.released);
+        let mut released = std::mem::take(&mut self.followers.released);
         store.take_released(self.index, &mut released);
         for number in released.drain(..) {
-            let Some(ids) = self.parked.by_claim.remove(&number) else {
+            let Some(ids) = self.followers.by_claim.remove(&number) else {
                 continue;
             };
             for id in ids {
                 let Some(mut client) = self.take_client(id) else {
                     continue;
                 };
-                let waiting = client.collapsed_wait.is_some()
-                    && client.collapsed_behind == number
+                let waiting = matches!(client.state, ClientState::Parked(parked) if parked.behind == number)
                     && client.session.phase != Phase::Writing;
                 let step = if waiting {
-                    self.collapsed_poll(&mut client)
+                    // Routed again at once: a hit now, or forward, or wait more.
+                    self.process(&mut client)
                 } else {
                     Step::Keep
                 };
                 self.put_client(client, step);
             }
         }
-        self.parked.released = released;
-    }
-}
-
-/// Whether a wait that ends at `deadline` is over at `now`.
-pub(super) fn waited_enough(deadline: Option<Instant>, now: Instant) -> bool {
-    deadline.is_some_and(|deadline| now >= deadline)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn waiting_ends_at_its_deadline() {
-        let now = Instant::now();
-        assert!(!waited_enough(None, now));
-        assert!(!waited_enough(Some(now + Duration::from_secs(1)), now));
-        assert!(waited_enough(Some(now), now));
+        self.followers.released = released;
     }
 }

@@ -2,15 +2,13 @@
 //! proxy on this machine wants. Every limit is explicit here.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use coldwire_cache::StoreConfig;
-use coldwire_http::Limits;
-use coldwire_io::Backend;
+use coldwire_cache::{StoreConfig, Targets};
 
 use super::acl::Acl;
 use super::policy::ConnectPorts;
+use crate::runtime::RuntimeConfig;
 
 /// Where requests go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,30 +40,15 @@ pub enum DataPath {
 /// Configuration of the caching proxy.
 #[derive(Clone, Debug)]
 pub struct ProxyConfig {
+    /// Address, backend, workers, limits, client timeouts, logs: what every server shares
+    /// (the proxy's access log adds the cache status and upstream time to each line).
+    pub runtime: RuntimeConfig,
     /// Forward or reverse.
     pub mode: Mode,
-    /// Address to listen on (port 0 picks one).
-    pub listen: SocketAddr,
-    /// Event mechanism.
-    pub backend: Backend,
-    /// Worker threads, each with its own `SO_REUSEPORT` listener and event loop.
-    pub workers: usize,
-    /// Pin worker `i` to CPU `i mod cores`.
-    pub pin_workers: bool,
     /// Clients allowed to use the proxy (loopback only by default).
     pub acl: Acl,
-    /// Request head limits.
-    pub limits: Limits,
     /// Largest response head accepted from an origin (502 beyond).
     pub max_response_head_bytes: usize,
-    /// Time allowed for a whole request head once its first byte has arrived.
-    pub header_timeout: Duration,
-    /// Keep-alive idle time of a client connection (and of a silent CONNECT tunnel).
-    pub idle_timeout: Duration,
-    /// How long a response may make no progress towards a client.
-    pub write_timeout: Duration,
-    /// How long a closing connection keeps draining the client's leftovers.
-    pub linger_timeout: Duration,
     /// Connecting to an origin and each wait for its bytes (504 when it passes before the
     /// response has started).
     pub upstream_timeout: Duration,
@@ -85,14 +68,6 @@ pub struct ProxyConfig {
     /// Bodies (and chunks) at least this long take the splice path when `data_path` is
     /// `Splice`. Default 16 KiB, where splice measured cheaper than copy.
     pub splice_threshold: u64,
-    /// Most connections open at once (clients and origins), over all workers.
-    pub max_connections: usize,
-    /// JSON stats endpoint address (off when `None`).
-    pub admin: Option<SocketAddr>,
-    /// On shutdown, how long in-flight exchanges may take.
-    pub shutdown_grace: Duration,
-    /// Listen backlog per worker socket.
-    pub backlog: i32,
     /// The name in `Via` and `Cache-Status` (a token).
     pub name: String,
     /// How long a miss waits for another request's fetch of the same key (collapsed
@@ -100,27 +75,24 @@ pub struct ProxyConfig {
     pub collapse_wait: Duration,
     /// Ports CONNECT may reach (443 only by default).
     pub connect_ports: ConnectPorts,
-    /// Access log file (Common Log Format plus cache status and upstream time); off when
-    /// `None`.
-    pub access_log: Option<PathBuf>,
+    /// The coldwire-targeted cache-control field (RFC 9213), obeyed before
+    /// `CDN-Cache-Control` and `Cache-Control` by a reverse proxy (see
+    /// [`ProxyConfig::targets`]).
+    pub targeted_cache_control: String,
+    /// How long past its freshness a stored response may be served when the origin cannot
+    /// be reached (connect or resolution failure, timeout; not an origin's 5xx); zero (the
+    /// default) serves stale content on errors only where `stale-if-error` allows it.
+    pub serve_stale_on_error: Duration,
 }
 
 impl ProxyConfig {
     /// The defaults: a forward proxy on 127.0.0.1:3128 with a 256 MiB cache.
     pub fn new(mode: Mode) -> ProxyConfig {
         ProxyConfig {
+            runtime: RuntimeConfig::new(SocketAddr::from(([127, 0, 0, 1], 3128))),
             mode,
-            listen: SocketAddr::from(([127, 0, 0, 1], 3128)),
-            backend: Backend::best_available(),
-            workers: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
-            pin_workers: false,
             acl: Acl::loopback(),
-            limits: Limits::default(),
             max_response_head_bytes: 64 * 1024,
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
-            write_timeout: Duration::from_secs(60),
-            linger_timeout: Duration::from_secs(2),
             upstream_timeout: Duration::from_secs(30),
             pool_per_origin: 32,
             pool_idle_timeout: Duration::from_secs(30),
@@ -129,14 +101,27 @@ impl ProxyConfig {
             revalidate_always: false,
             data_path: DataPath::Copy,
             splice_threshold: 16 * 1024,
-            max_connections: 19_000,
-            admin: None,
-            shutdown_grace: Duration::from_secs(10),
-            backlog: 4096,
             name: "coldwire".to_owned(),
             collapse_wait: Duration::from_secs(10),
             connect_ports: ConnectPorts::default(),
-            access_log: None,
+            targeted_cache_control: DEFAULT_TARGETED_CACHE_CONTROL.to_owned(),
+            serve_stale_on_error: Duration::ZERO,
+        }
+    }
+
+    /// The targeted cache-control fields (RFC 9213) this proxy obeys, highest precedence
+    /// first: as a reverse proxy (a gateway on the origin's behalf, i.e. a CDN node) the
+    /// coldwire-targeted field, then `CDN-Cache-Control`; as a forward proxy none — it
+    /// caches on the clients' behalf, is not a CDN, and passes both fields on untouched.
+    pub fn targets(&self) -> Targets {
+        match self.mode {
+            Mode::Reverse { .. } => {
+                Targets::new([self.targeted_cache_control.as_str(), "CDN-Cache-Control"])
+            }
+            Mode::Forward => Targets::default(),
         }
     }
 }
+
+/// The default name of the coldwire-targeted cache-control field (`--targeted-cache-control`).
+pub const DEFAULT_TARGETED_CACHE_CONTROL: &str = "Coldwire-Cache-Control";

@@ -1,18 +1,26 @@
 //! Message heads as the proxy rewrites them: the request sent upstream (origin-form target,
 //! `Host`, hop-by-hop fields removed, `Via` added, validators for a revalidation), the
 //! response head parsed from the origin into owned [`Fields`], and the response head
-//! written to the client (its own framing, `Via`, `Age`, `Cache-Status`, `Connection`).
+//! written to the client (its own framing, `Via`, `Age`, `Cache-Status`, `Connection`);
+//! and the end of a chunked body the proxy re-encodes (the last chunk with only the
+//! trailer fields allowed there), in either direction.
 //!
 //! Invariants: hop-by-hop fields — `Connection` and every field it names, `Keep-Alive`,
-//! `Proxy-*`, `TE`, `Trailer`, `Upgrade`, and the framing fields the proxy rewrites — never
-//! cross the proxy; every field value written comes from a parsed (validated) head, so no
-//! CR or LF can be injected.
+//! `Proxy-*`, `TE`, `Trailer`, `Upgrade` — never cross the proxy. A request's framing is
+//! written by the proxy itself, as exactly one canonical `Content-Length` or
+//! `Transfer-Encoding: chunked` line taken from the parsed framing; the client's own framing
+//! lines, and fields that differ from them only by `_` (`Content_Length`), are never copied,
+//! so the origin cannot read the body's end anywhere but where the proxy did. A request
+//! whose `Connection` names a framing or routing field is refused
+//! ([`connection_names_framing`]) rather than forwarded without it. Every field value
+//! written comes from a parsed (validated) head, so no CR or LF can be injected.
 
-use coldwire_cache::{CacheStatus, Fields, StoredResponse};
+use coldwire_cache::{CacheStatus, StoredResponse, Targets};
 use coldwire_http::fields::comma_list;
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{
-    HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version, connection_header,
-    format_http_date, parse_response_head_with,
+    BodyFraming, HTTP_DATE_LEN, HttpError, RequestHead, ResponseFraming, Version,
+    connection_header, format_http_date, parse_response_head_with,
 };
 
 fn is_hop_by_hop(name: &[u8]) -> bool {
@@ -39,6 +47,56 @@ fn named_in(list: &[&[u8]], name: &[u8]) -> bool {
     list.iter().any(|named| named.eq_ignore_ascii_case(name))
 }
 
+/// True when the request's `Connection` names a field that decides the message's framing
+/// or routing (`Content-Length`, `Transfer-Encoding`, `Host`, or a spelling of them with
+/// `_`). Removing such a field as hop-by-hop would forward the body without its framing —
+/// the origin would read the body as the next request — so the request is refused (400).
+pub fn connection_names_framing(head: &RequestHead<'_>) -> bool {
+    head.header_values("connection")
+        .flat_map(comma_list)
+        .any(|named| is_framing_field(named) || named.eq_ignore_ascii_case(b"host"))
+}
+
+/// `Content-Length` or `Transfer-Encoding`, in any case, with `_` read as `-`.
+fn is_framing_field(name: &[u8]) -> bool {
+    let same = |canonical: &[u8]| {
+        canonical.len() == name.len()
+            && canonical.iter().zip(name).all(|(&want, &got)| {
+                want == if got == b'_' {
+                    b'-'
+                } else {
+                    got.to_ascii_lowercase()
+                }
+            })
+    };
+    same(b"content-length") || same(b"transfer-encoding")
+}
+
+/// True for `Expect: 100-continue`: the proxy answers it itself and streams the body, so
+/// the origin is not asked again.
+fn is_expect_continue(name: &[u8], value: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"expect")
+        && coldwire_http::fields::trim_ows(value).eq_ignore_ascii_case(b"100-continue")
+}
+
+/// The last chunk, the trailer fields that may be forwarded, and the final CRLF.
+pub fn write_last_chunk_with_trailers(
+    out: &mut Vec<u8>,
+    decoder: &coldwire_http::ChunkedDecoder,
+    with_trailers: bool,
+) {
+    out.extend_from_slice(b"0\r\n");
+    for (name, value) in decoder.trailers() {
+        if with_trailers && coldwire_http::allowed_in_trailers(name) {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
 /// How many `Via` members of a request name this proxy (`1.1 NAME`): a request that has
 /// passed through us before is a loop.
 pub fn via_hops(head: &RequestHead<'_>, name: &str) -> usize {
@@ -54,7 +112,7 @@ pub fn via_hops(head: &RequestHead<'_>, name: &str) -> usize {
 }
 
 /// Writes the request head sent to the origin: `METHOD path HTTP/1.1`, `Host`, the
-/// client's end-to-end fields, `Via`, and — for a revalidation on the cache's behalf — the
+/// client's end-to-end fields, the body's framing (one canonical line), `Via`, and — for a revalidation on the cache's behalf — the
 /// stored response's validators instead of the client's conditionals.
 pub fn write_upstream_request(
     out: &mut Vec<u8>,
@@ -73,10 +131,11 @@ pub fn write_upstream_request(
     let named = connection_named(head.header_values("connection"));
     for (name, value) in head.headers() {
         let bytes = name.as_bytes();
-        let framing = bytes.eq_ignore_ascii_case(b"transfer-encoding");
         if bytes.eq_ignore_ascii_case(b"host")
-            || (is_hop_by_hop(bytes) && !framing)
+            || is_hop_by_hop(bytes)
             || named_in(&named, bytes)
+            || is_framing_field(bytes)
+            || is_expect_continue(bytes, value)
         {
             continue;
         }
@@ -91,6 +150,15 @@ pub fn write_upstream_request(
             continue;
         }
         write_field(out, bytes, value);
+    }
+    match head.body_framing() {
+        BodyFraming::None => {}
+        BodyFraming::Length(length) => write_field(
+            out,
+            b"Content-Length",
+            itoa::Buffer::new().format(length).as_bytes(),
+        ),
+        BodyFraming::Chunked => write_field(out, b"Transfer-Encoding", b"chunked"),
     }
     if let Some(stored) = revalidate {
         if let Some(etag) = stored.fields.get("etag") {
@@ -226,6 +294,8 @@ pub struct ClientHead<'a> {
     pub cache_status: Option<CacheStatus>,
     /// The current date, used when the origin sent none.
     pub date: &'a [u8; HTTP_DATE_LEN],
+    /// Targeted cache-control fields this proxy obeyed, not passed on (RFC 9213).
+    pub hidden: &'a Targets,
 }
 
 /// Writes a response head for the client.
@@ -244,7 +314,7 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
     let mut has_date = false;
     for (name, value) in head.fields.iter() {
         let bytes = name.as_bytes();
-        if is_hop_by_hop(bytes) || named_in(&named, bytes) {
+        if is_hop_by_hop(bytes) || named_in(&named, bytes) || head.hidden.is_target(name) {
             continue;
         }
         if bytes.eq_ignore_ascii_case(b"content-length")
@@ -347,6 +417,63 @@ mod tests {
     }
 
     #[test]
+    fn rfc9112_section_6_framing_is_written_once_by_the_proxy() {
+        let text = |raw: &str| String::from_utf8(request(raw)).unwrap();
+        assert_eq!(
+            text(
+                "POST http://example.test:8080/p HTTP/1.1\r\nHost: x\r\n\
+                 Content-Length:  5 \r\nX-A: 1\r\nContent_Length: 99\r\n\
+                 Transfer_Encoding: chunked\r\n\r\n"
+            ),
+            "POST /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\nX-A: 1\r\n\
+             Content-Length: 5\r\nVia: 1.1 coldwire\r\n\r\n"
+        );
+        assert_eq!(
+            text(
+                "POST http://example.test:8080/p HTTP/1.1\r\nHost: x\r\n\
+                 Transfer-Encoding: CHUNKED \r\nExpect: 100-continue\r\n\r\n"
+            ),
+            "POST /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\n\
+             Transfer-Encoding: chunked\r\nVia: 1.1 coldwire\r\n\r\n"
+        );
+        assert_eq!(
+            text("POST http://example.test:8080/p HTTP/1.0\r\nContent-Length: 0\r\n\r\n"),
+            "POST /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\n\
+             Content-Length: 0\r\nVia: 1.1 coldwire\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn rfc9110_section_7_6_1_connection_may_not_name_framing_or_routing_fields() {
+        let names = |raw: &str| {
+            let Ok(Parsed::Complete { head, .. }) =
+                parse_request(raw.as_bytes(), &Limits::default())
+            else {
+                panic!("bad test request");
+            };
+            connection_names_framing(&head)
+        };
+        for connection in [
+            "Content-Length",
+            "close, content-length",
+            "Transfer-Encoding",
+            "keep-alive,Transfer_Encoding",
+            "Host",
+            "CONTENT_LENGTH",
+        ] {
+            assert!(
+                names(&format!(
+                    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: {connection}\r\n\r\n"
+                )),
+                "{connection}"
+            );
+        }
+        assert!(!names(
+            "GET / HTTP/1.1\r\nHost: x\r\nConnection: close, X-Length\r\n\r\n"
+        ));
+    }
+
+    #[test]
     fn response_parsing_and_client_head() {
         let raw = b"HTTP/1.1 200 Fine\r\nConnection: close, X-Hop\r\nX-Hop: a\r\n\
                     Content-Length: 3\r\nAge: 4\r\nETag: \"v\"\r\n\r\nabc";
@@ -371,6 +498,7 @@ mod tests {
                 name: "coldwire",
                 cache_status: Some(CacheStatus::hit(1)),
                 date: &date,
+                hidden: &Targets::default(),
             },
         );
         let text = String::from_utf8(out).unwrap();

@@ -1,38 +1,62 @@
 //! `coldwire proxy`: a caching forward and reverse proxy with CONNECT tunnels, on the same
 //! I/O layer as the origin server (every backend runs the same logic).
 //!
-//! Layout, one job per file: `config.rs` (what can be configured), `acl.rs` (who may use
-//! it), `resolver.rs` (names without blocking the loop), `pool.rs` (idle upstream
-//! connections), `head.rs` (message heads rewritten across the proxy), `state.rs` (the
-//! per-connection state), `worker.rs` (the loop and completion dispatch), `client.rs` (the
-//! downstream request path), `forward.rs` (upstream connections and request bodies),
-//! `response.rs` (responses streamed to the client and into the cache), `cache_fill.rs`
-//! (lookups, hits, revalidation), `tunnel.rs` (CONNECT), `server.rs` (start and stop),
-//! `policy.rs` (CONNECT ports, plain-text refusals), `access.rs` (the access log), `tunnel_idle.rs` (idle spliced tunnels), `purge.rs` (PURGE), `cache_range.rs`
-//! (byte ranges from the cache), `stale.rs` and `revalidator.rs` (RFC 5861:
-//! stale-while-revalidate, stale-if-error), `collapse.rs` (collapsed forwarding).
+//! How to read it:
+//! - **connections** — `state.rs` (a client connection is one `ClientState`:
+//!   requests, exchange, tunnel, parked, closing, lingering; an origin connection one
+//!   `OriginState`), `worker.rs` (the loop; each completion goes to its connection's
+//!   side), `client.rs` and `origin.rs` (one handler per event, a `match` on the state);
+//! - **a request's life** — `request.rs` lists the phases in order, one file each:
+//!   `route.rs`, `lookup.rs`, `upstream.rs`, `send.rs`, `response_head.rs`, `body.rs` /
+//!   `splice.rs`, `finish.rs`; the per-request context is `exchange.rs`; failures are an
+//!   `ExchangeError` (`error.rs`) handled by `failure.rs`;
+//! - **what the phases use** — the cache: `hit.rs` (answers from the store),
+//!   `cache_range.rs` (ranges, partial content), `stale.rs` and `revalidator.rs` (RFC
+//!   5861), `collapse.rs` (collapsed forwarding), `freshen.rs` and `invalidate.rs` (what a
+//!   response head does to the store), `purge.rs`; the messages: `head.rs` (heads rewritten
+//!   across the proxy), `interim.rs` (1xx passed on); the rest: `tunnel.rs` and
+//!   `tunnel_idle.rs` (CONNECT), `policy.rs` (CONNECT ports, plain-text refusals),
+//!   `access.rs` (the access log), `resolver.rs`, `pool.rs`, `acl.rs`, `config.rs`,
+//!   `server.rs` (start and stop).
 
 mod access;
 pub mod acl;
-mod cache_fill;
+mod body;
 mod cache_range;
 mod client;
 mod collapse;
 pub mod config;
-mod forward;
+mod error;
+mod exchange;
+mod failure;
+mod finish;
+mod freshen;
 pub mod head;
+mod hit;
+mod interim;
+mod invalidate;
+mod lookup;
+mod origin;
 pub mod policy;
 pub mod pool;
 mod purge;
+mod request;
 pub mod resolver;
-mod response;
+mod response_head;
 mod revalidator;
+mod route;
+mod send;
 pub mod server;
+mod splice;
 mod stale;
 mod state;
 mod tunnel;
 mod tunnel_idle;
+mod upstream;
 mod worker;
+
+#[cfg(test)]
+mod tests;
 
 pub use acl::{Acl, Cidr};
 pub use config::{DataPath, Mode, ProxyConfig};

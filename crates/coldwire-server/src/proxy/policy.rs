@@ -4,11 +4,10 @@
 //! tunnel), and plain-text answers whose body says why a request was refused and what to
 //! do about it.
 
-use coldwire_http::{HTTP_DATE_LEN, Status, Version, connection_header};
+use coldwire_http::{HTTP_DATE_LEN, RequestHead, Status, Version, connection_header};
 use coldwire_io::Driver;
 
-use super::client::Routed;
-use super::state::Client;
+use super::state::{Client, Routed};
 use super::worker::Worker;
 use crate::output::Output;
 
@@ -115,20 +114,36 @@ impl<D: Driver> Worker<D> {
         self.http.count_response(status.code());
         self.http.body_bytes += length;
         self.log_answer(client, status.code(), length, cache);
-        if keep_alive {
-            Routed::Answered
-        } else {
-            Routed::AnsweredThenClose
-        }
+        Routed::answered(keep_alive)
     }
 
-    /// The text of a 403 for a CONNECT to a port the policy does not allow.
-    pub(super) fn connect_port_refusal(port: u16) -> String {
-        format!(
-            "CONNECT to port {port} is not allowed: this proxy tunnels to port 443 only. \
-             Start it with --connect-port {port} (repeatable) or --connect-any-port to allow it."
-        )
+    /// Refuses a CONNECT to a port the policy does not allow: 403, saying which flag would
+    /// allow it, then close.
+    pub(super) fn refuse_connect_port(
+        &mut self,
+        client: &mut Client,
+        head: &RequestHead<'_>,
+        port: u16,
+        output: &mut Output,
+    ) -> Routed {
+        let text = connect_port_refusal(port);
+        let answer = TextAnswer {
+            version: head.version(),
+            status: Status::FORBIDDEN,
+            keep_alive: false,
+            text: &text,
+            cache: None,
+        };
+        self.answer_text(client, &answer, output)
     }
+}
+
+/// The text of a 403 for a CONNECT to a port the policy does not allow.
+fn connect_port_refusal(port: u16) -> String {
+    format!(
+        "CONNECT to port {port} is not allowed: this proxy tunnels to port 443 only. \
+         Start it with --connect-port {port} (repeatable) or --connect-any-port to allow it."
+    )
 }
 
 #[cfg(test)]

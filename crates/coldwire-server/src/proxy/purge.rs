@@ -6,10 +6,10 @@
 use coldwire_http::{BodyFraming, RequestHead, Status};
 use coldwire_io::Driver;
 
-use super::cache_fill::cache_key;
-use super::client::{Destination, Routed};
+use super::lookup::cache_key;
 use super::policy::TextAnswer;
-use super::state::Client;
+use super::route::Destination;
+use super::state::{Client, Routed};
 use super::worker::Worker;
 use crate::output::Output;
 

@@ -17,8 +17,9 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, SystemTime};
 
 use coldwire_cache::{
-    CacheControl, Claim, Fields, Storability, Store, StoredResponse, VaryKey, storability,
+    CacheControl, Claim, Storability, Store, StoredResponse, VaryKey, storability_targeted,
 };
+use coldwire_http::owned_fields::Fields;
 use coldwire_http::{ChunkedDecoder, ResponseFraming};
 
 use super::head::{UpstreamResponse, end_to_end, parse_upstream_response};
@@ -111,32 +112,38 @@ fn revalidate(job: &Revalidation, store: &Store, limits: RevalidatorLimits) -> R
     let (response, body) = read_response(&mut stream, limits.max_head_bytes, max_body)?;
     let response_time = SystemTime::now();
     let fields = end_to_end(&response.fields);
+    let times = (request_time, response_time);
     if response.status == 304 {
-        let refreshed = job.stored.refreshed(&fields, request_time, response_time);
-        store.insert(job.claim.key(), refreshed);
+        // RFC 9111 §4.3.4: a 304 that does not select the stale response (another strong
+        // validator) leaves it stale; the next request revalidates in the foreground.
+        store.freshen_with_304(job.claim.key(), Some(&job.stored), &fields, times);
         return Ok(());
     }
     let authorization = job.request_fields.get("authorization").is_some();
-    let verdict = storability(
+    let verdict = storability_targeted(
         "GET",
         &job.request_directives,
         authorization,
         response.status,
         &response.fields,
+        store.targets(),
     );
+    if response.status == 206 {
+        return Err(Failed::Response);
+    }
     if verdict != Storability::Store {
         return Err(Failed::Response);
     }
     let vary = VaryKey::new(&fields, |name: &str| {
         job.request_fields.values(name).collect::<Vec<_>>()
     });
-    let fresh = StoredResponse::new(
+    let fresh = StoredResponse::new_targeted(
         response.status,
         fields,
         vec![body.into()],
         vary,
-        request_time,
-        response_time,
+        times,
+        store.targets(),
     );
     store.insert(job.claim.key(), fresh);
     Ok(())

@@ -1,20 +1,28 @@
 //! The proxy's per-connection state. Every driver slot holds either a [`Client`] (a
-//! downstream connection, with at most one [`Exchange`] in flight, or a CONNECT
-//! [`Tunnel`]) or an [`Origin`] (an upstream connection: busy with one client's exchange,
-//! idle in the pool, or one end of a tunnel).
+//! downstream connection, in exactly one [`ClientState`]) or an [`Origin`] (an upstream
+//! connection, in one [`OriginState`]).
+//!
+//! Two values describe a client connection, on purpose:
+//! - [`ClientState`] says what the connection is doing, and so which handlers apply to its
+//!   events (`client.rs` matches on it for every completion);
+//! - the session's [`Phase`](crate::session::Phase) (shared with `coldwire serve`) says
+//!   which deadline runs — idle, whole head, stalled write, linger — and keeps the
+//!   active-connections gauge. A client in [`ClientState::Exchange`] is in phase `Idle`
+//!   while the origin thinks and `Writing` while the client is slow to read, for example.
 //!
 //! Invariants: a client has at most one exchange at a time (pipelined requests wait in its
 //! input and are answered in order); an exchange names its origin connection and that
-//! origin names the client back, so either side's completion finds the other.
+//! origin names the client back ([`OriginState::Exchange`]), so either side's completion
+//! finds the other; the same holds for a tunnel. A client in [`ClientState::Closing`] or
+//! [`ClientState::Lingering`] never has its input parsed again.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::Instant;
 
-use coldwire_cache::{CacheControl, Fields, Fill, Forward, StoredResponse};
-use coldwire_http::{ChunkedDecoder, ResponseFraming, Version};
 use coldwire_io::ConnectionId;
 
+use super::access::RequestLine;
+use super::exchange::Exchange;
 use crate::session::Session;
 
 /// One slot's occupant.
@@ -27,137 +35,165 @@ pub enum Peer {
 
 /// A downstream (client) connection.
 pub struct Client {
-    /// Input buffer, phase and deadlines, as for the origin server.
+    /// Input buffer, timer phase and deadlines, as for the origin server.
     pub session: Session,
     /// The client's address is outside the ACL: its first request gets 403.
     pub denied: bool,
-    /// The request being forwarded, if any.
-    pub exchange: Option<Exchange>,
-    /// The CONNECT tunnel, once the connection became one.
-    pub tunnel: Option<Tunnel>,
-    /// A request body waits for the origin to accept more before reading the client again.
-    pub body_blocked: bool,
-    /// The current request waits for another fetch of its key until then (collapsed
-    /// forwarding); its head stays in the input.
-    pub collapsed_wait: Option<std::time::Instant>,
-    /// While `collapsed_wait` is set: the number of the claim (the leader's fetch) the
-    /// request waits for. Once another claim holds the key, that fetch ended unstored for
-    /// this request, and it goes to the origin itself instead of queueing behind the next.
-    pub collapsed_behind: u64,
-    /// The current request's line, for the access log (only when logging).
-    pub request_line: Option<Box<super::access::RequestLine>>,
+    /// What the connection is doing.
+    pub state: ClientState,
+    /// The line of the request being answered, for the access log (only when logging). It
+    /// belongs to the connection, not to an exchange: hits, refusals and tunnels are logged
+    /// with it too, whatever state answers them.
+    pub request_line: Option<Box<RequestLine>>,
 }
 
-/// How much of a request body is still to come from the client.
-pub enum RequestBody {
-    /// No (more) body.
-    Done,
-    /// This many bytes.
-    Length(u64),
-    /// Chunked; the decoder finds the end (bytes are forwarded as received).
-    Chunked(Box<ChunkedDecoder>),
+/// What a client connection is doing. Transitions happen in the handlers of `client.rs`
+/// (per event) and at the ends of the request path's phases (`request.rs`).
+///
+/// ```text
+///            ┌────────────── answered (hit, error, keep-alive) ─────────────┐
+///            ▼                                                               │
+///  accept → Requests ── forwarded ──► Exchange ── response done ────────────┤
+///            │  │  ╰─── CONNECT ───► Tunnel ── both sides done → closed      │
+///            │  ╰───── collapsed miss ──► Parked ── leader done / poll ──────┘
+///            ╰─ answer with close ─► Closing ── written ─► Lingering → closed (or closed at once)
+/// ```
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the client is boxed already; boxing the exchange too would cost an allocation \
+              per forwarded request"
+)]
+pub enum ClientState {
+    /// Between requests: waiting for one (phase `Idle`), reading a head (phase `Head`), or
+    /// writing answers the proxy made itself — hits, refusals (phase `Writing`).
+    Requests,
+    /// One request forwarded to an origin (the per-request context).
+    Exchange(Exchange),
+    /// A CONNECT tunnel: connecting, then relaying both ways.
+    Tunnel(Tunnel),
+    /// A miss waiting for another request's fetch of its key (collapsed forwarding); its
+    /// head stays unconsumed in the input and is routed again when the fetch ends.
+    Parked(Parked),
+    /// The last answer is being written; then the connection closes, or lingers.
+    Closing {
+        /// Linger (shut down writes, drain the client) rather than close at once, because
+        /// unread client bytes would make the kernel reset the connection under the answer.
+        linger: bool,
+    },
+    /// Write side shut: the client's leftovers are drained until the linger deadline.
+    Lingering,
 }
 
-/// What the cache does for one exchange.
-pub struct CacheWork {
-    /// The cache key (absolute URI), when the request may use the cache.
-    pub key: Option<String>,
-    /// Why the request went forward (for `Cache-Status`).
-    pub forward: Forward,
-    /// The stored response being revalidated, if any.
-    pub stored: Option<Arc<StoredResponse>>,
-    /// The request's `Cache-Control`.
-    pub request_directives: CacheControl,
-    /// The request's fields (for `Vary` and for client conditionals after a 304).
-    pub request_fields: Fields,
-    /// This exchange leads the fetch of its key (collapsed forwarding); dropped when its
-    /// response turns out not storable or the exchange ends.
-    pub claim: Option<coldwire_cache::Claim>,
-    /// The key was marked hit-for-miss: the request went forward at once, neither leading
-    /// nor waiting (`Cache-Status: …; detail=hit-for-miss`).
-    pub hit_for_miss: bool,
+impl ClientState {
+    /// The state's name, for tests.
+    #[cfg(test)]
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientState::Requests => "requests",
+            ClientState::Exchange(_) => "exchange",
+            ClientState::Tunnel(_) => "tunnel",
+            ClientState::Parked(_) => "parked",
+            ClientState::Closing { .. } => "closing",
+            ClientState::Lingering => "lingering",
+        }
+    }
+
+    /// The exchange, in [`ClientState::Exchange`].
+    pub fn exchange(&self) -> Option<&Exchange> {
+        match self {
+            ClientState::Exchange(exchange) => Some(exchange),
+            _ => None,
+        }
+    }
+
+    /// The exchange, in [`ClientState::Exchange`].
+    pub fn exchange_mut(&mut self) -> Option<&mut Exchange> {
+        match self {
+            ClientState::Exchange(exchange) => Some(exchange),
+            _ => None,
+        }
+    }
+
+    /// Ends the exchange: the state becomes [`ClientState::Requests`] and the exchange is
+    /// returned (`None`, and no change, in any other state).
+    pub fn take_exchange(&mut self) -> Option<Exchange> {
+        if !matches!(self, ClientState::Exchange(_)) {
+            return None;
+        }
+        match std::mem::replace(self, ClientState::Requests) {
+            ClientState::Exchange(exchange) => Some(exchange),
+            _ => None,
+        }
+    }
+
+    /// The tunnel, in [`ClientState::Tunnel`].
+    pub fn tunnel_mut(&mut self) -> Option<&mut Tunnel> {
+        match self {
+            ClientState::Tunnel(tunnel) => Some(tunnel),
+            _ => None,
+        }
+    }
+
+    /// Stops waiting: the state becomes [`ClientState::Requests`] and the wait is returned
+    /// (`None`, and no change, in any other state).
+    pub fn take_parked(&mut self) -> Option<Parked> {
+        match *self {
+            ClientState::Parked(parked) => {
+                *self = ClientState::Requests;
+                Some(parked)
+            }
+            _ => None,
+        }
+    }
+
+    /// The upstream connection working for this client (an exchange's or a tunnel's).
+    pub fn origin(&self) -> Option<ConnectionId> {
+        match self {
+            ClientState::Exchange(exchange) => exchange.upstream.origin,
+            ClientState::Tunnel(tunnel) => tunnel.origin,
+            _ => None,
+        }
+    }
 }
 
-/// One request forwarded to an origin.
-pub struct Exchange {
-    /// The host to resolve.
-    pub host: String,
-    /// The origin's port.
-    pub port: u16,
-    /// The resolved address.
-    pub address: Option<SocketAddr>,
-    /// The upstream connection, once there is one.
-    pub origin: Option<ConnectionId>,
-    /// The request head as sent upstream (kept to retry on a fresh connection).
-    pub request: Vec<u8>,
-    /// `HEAD`: the response has no body.
-    pub head_only: bool,
-    /// Client's request version.
-    pub version: Version,
-    /// The client connection stays open after this response.
-    pub keep_alive: bool,
-    /// Request body still to forward.
-    pub body: RequestBody,
-    /// The request may be retried on a fresh connection (idempotent, no body).
-    pub retry_allowed: bool,
-    /// Already retried once.
-    pub retried: bool,
-    /// The origin connection came from the pool.
-    pub reused: bool,
-    /// Cache work.
-    pub cache: CacheWork,
-    /// The response, once its head arrived.
-    pub response: Option<Progress>,
-    /// When the request was sent (for the response's age).
-    pub request_time: SystemTime,
-    /// The cache status word for the access log, once the response head is known.
-    pub log_cache: &'static str,
-    /// Request sent to response head received, for the access log.
-    pub upstream_time: Option<std::time::Duration>,
-}
-
-/// A response streaming from the origin to the client.
-pub struct Progress {
-    /// Status code.
-    pub status: u16,
-    /// Framing from the origin.
-    pub framing: ResponseFraming,
-    /// Bytes left of a `Content-Length` body.
-    pub remaining: u64,
-    /// Chunked decoder (chunked bodies are forwarded as received; decoded for the cache).
-    pub decoder: ChunkedDecoder,
-    /// A close-delimited body is re-chunked for a keep-alive HTTP/1.1 client.
-    pub rechunk: bool,
-    /// The origin connection may be reused once the body is complete.
-    pub upstream_keep_alive: bool,
-    /// The body being collected for the store, with what it will be stored with.
-    pub fill: Option<(Fill, Fields)>,
-    /// Body bytes sent to the client.
-    pub body_bytes: u64,
-    /// Whether (part of) the body is spliced next, or is being spliced.
-    pub splice: SplicePlan,
-    /// Bytes handed to the running splice: the rest of a `Content-Length` body, the rest
-    /// of one chunk's data, or everything until the origin closes (`u64::MAX`).
-    pub splice_length: u64,
-}
-
-/// The splice data path of one response body: the rest of a `Content-Length` body, each
-/// long chunk's data of a chunked body (size lines and trailers pass through user space),
-/// or a close-delimited body until the origin closes.
+/// What a request led the connection to (the outcome of one pass of the request path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SplicePlan {
-    /// Copied through user space (for now: a chunked body may splice its next chunk).
-    No,
-    /// Spliced once what was queued for the client (head, bytes that came with it) is
-    /// written.
-    Pending,
-    /// The driver is splicing `splice_length` bytes.
-    Running,
+pub enum Routed {
+    /// Answered at once (cache hit or error); go on with the next pipelined request.
+    Answered,
+    /// Answered, and the connection closes afterwards.
+    AnsweredThenClose,
+    /// Forwarded: an exchange (or tunnel) is in flight.
+    InFlight,
+    /// Waits for another fetch of its key ([`ClientState::Parked`]).
+    Parked,
+}
+
+impl Routed {
+    /// [`Routed::Answered`] for a connection kept alive, else [`Routed::AnsweredThenClose`].
+    pub fn answered(keep_alive: bool) -> Routed {
+        if keep_alive {
+            Routed::Answered
+        } else {
+            Routed::AnsweredThenClose
+        }
+    }
+}
+
+/// A request waiting for another fetch of its key (collapsed forwarding, `collapse.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parked {
+    /// It goes to the origin itself at the latest then (`--collapse-wait`).
+    pub until: Instant,
+    /// The number of the claim (the leader's fetch) it waits for: once another claim holds
+    /// the key, that fetch ended without an answer for this request, and it goes to the
+    /// origin itself instead of queueing behind the next leader.
+    pub behind: u64,
 }
 
 /// A CONNECT tunnel.
 pub struct Tunnel {
-    /// The upstream end, once the connection is open.
+    /// The upstream end, once the connection is being opened.
     pub origin: Option<ConnectionId>,
     /// The port.
     pub port: u16,
@@ -198,4 +234,19 @@ pub struct Origin {
     pub received_any: bool,
     /// A receive waits for the client to drain (armed on the client's `Sent`).
     pub waiting_for_client: bool,
+}
+
+impl Origin {
+    /// A new connection to `address`, connecting.
+    pub fn connecting(id: ConnectionId, address: SocketAddr, state: OriginState) -> Origin {
+        Origin {
+            id,
+            address,
+            state,
+            connected: false,
+            head: Vec::new(),
+            received_any: false,
+            waiting_for_client: false,
+        }
+    }
 }

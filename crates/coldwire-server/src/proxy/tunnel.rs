@@ -1,17 +1,22 @@
-//! CONNECT tunnels: resolve and connect to `host:port`, answer `200 Connection
-//! established`, then relay bytes both ways until both sides have finished. Each
+//! CONNECT tunnels ([`ClientState::Tunnel`]): resolve and connect to `host:port`, answer
+//! `200 Connection established`, then relay bytes both ways until both sides have
+//! finished — copied through the loop, or spliced by the driver (`splice.rs`). Each copied
 //! direction is back-pressured: a side is read again only once the other side has taken
 //! what was sent. A side that ends its stream (FIN) is passed on as a FIN to the other
 //! (half-close), so protocols that finish one direction first work.
+//!
+//! Invariants: the client's bytes that came with its CONNECT head go first; a tunnel whose
+//! upstream cannot be resolved or connected answers 502 and closes; the tunnel's origin
+//! connection is closed with its client.
 
 use std::net::{IpAddr, SocketAddr};
 
-use coldwire_http::Status;
+use coldwire_http::{Status, Version};
 use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush};
 
-use super::config::DataPath;
 use super::resolver::Resolution;
-use super::state::{Client, Origin, OriginState, Tunnel};
+use super::splice::TunnelSplice;
+use super::state::{Client, ClientState, Origin, OriginState, Tunnel};
 use super::worker::{Step, Worker};
 use crate::output::Output;
 use crate::session::Phase;
@@ -21,7 +26,7 @@ const ESTABLISHED: &[u8] = b"HTTP/1.1 200 Connection established\r\n\r\n";
 impl<D: Driver> Worker<D> {
     /// A CONNECT request: the connection becomes a tunnel once the origin answers.
     pub(super) fn start_tunnel(&mut self, client: &mut Client, host: String, port: u16) {
-        client.tunnel = Some(Tunnel {
+        client.state = ClientState::Tunnel(Tunnel {
             origin: None,
             port,
             client_done: false,
@@ -50,7 +55,7 @@ impl<D: Driver> Worker<D> {
 
     /// Connects the tunnel's upstream end.
     pub(super) fn open_tunnel(&mut self, client: &mut Client, ip: IpAddr) -> Step {
-        let Some(tunnel) = client.tunnel.as_mut() else {
+        let Some(tunnel) = client.state.tunnel_mut() else {
             return Step::Close;
         };
         let address = SocketAddr::new(ip, tunnel.port);
@@ -59,44 +64,26 @@ impl<D: Driver> Worker<D> {
                 tunnel.origin = Some(id);
                 let deadline = self.upstream_deadline();
                 self.driver.set_timer(id, deadline);
-                self.put_origin(Origin {
-                    id,
-                    address,
-                    state: OriginState::Tunnel(client.session.id),
-                    connected: false,
-                    head: Vec::new(),
-                    received_any: false,
-                    waiting_for_client: false,
-                });
+                let state = OriginState::Tunnel(client.session.id);
+                self.put_origin(Origin::connecting(id, address, state));
                 Step::Keep
             }
             Err(_) => self.tunnel_failed(client),
         }
     }
 
+    /// The tunnel cannot be opened: 502 queued, then close (lingering).
     fn tunnel_refused(&mut self, client: &mut Client) {
-        client.tunnel = None;
+        client.state = ClientState::Closing { linger: true };
         let mut output = Output::new(client.session.id);
-        self.answer_error(
-            client,
-            coldwire_http::Version::Http11,
-            Status::BAD_GATEWAY,
-            false,
-            &mut output,
-        );
+        let status = Status::BAD_GATEWAY;
+        self.answer_error(client, Version::Http11, status, false, &mut output);
         output.finish(&mut self.driver);
-        client.session.close_after_write = true;
-        client.session.linger = true;
     }
 
     /// The tunnel could not be opened: 502, then close.
     pub(super) fn tunnel_failed(&mut self, client: &mut Client) -> Step {
-        if let Some(origin) = client
-            .tunnel
-            .as_ref()
-            .and_then(|tunnel| tunnel.origin)
-            .and_then(|id| self.take_origin(id))
-        {
+        if let Some(origin) = client.state.origin().and_then(|id| self.take_origin(id)) {
             self.driver.close(origin.id);
         }
         self.tunnel_refused(client);
@@ -108,7 +95,7 @@ impl<D: Driver> Worker<D> {
         let Some(mut client) = self.take_client(client_id) else {
             return;
         };
-        let Some(origin_id) = client.tunnel.as_ref().and_then(|tunnel| tunnel.origin) else {
+        let Some(origin_id) = client.state.origin() else {
             self.put_client(client, Step::Close);
             return;
         };
@@ -131,28 +118,21 @@ impl<D: Driver> Worker<D> {
         }
         let client_flush = self.driver.flush(client_id);
         let origin_flush = self.driver.flush(origin_id);
-        let splice = self.config.data_path == DataPath::Splice && self.driver.supports_splice();
-        if splice
-            && matches!(client_flush, Flush::Done)
-            && matches!(origin_flush, Flush::Done)
-            && self
-                .driver
-                .splice(client_id, origin_id, u64::MAX, false)
-                .is_ok()
-        {
-            if self
-                .driver
-                .splice(origin_id, client_id, u64::MAX, false)
-                .is_ok()
-            {
-                if let Some(tunnel) = client.tunnel.as_mut() {
-                    tunnel.spliced = true;
+        if matches!(client_flush, Flush::Done) && matches!(origin_flush, Flush::Done) {
+            match self.splice_tunnel(client_id, origin_id) {
+                TunnelSplice::Copied => {}
+                TunnelSplice::Spliced => {
+                    if let Some(tunnel) = client.state.tunnel_mut() {
+                        tunnel.spliced = true;
+                    }
+                    self.put_client(client, Step::Keep);
+                    return;
                 }
-                self.put_client(client, Step::Keep);
-            } else {
-                self.put_client(client, Step::Close);
+                TunnelSplice::Broken => {
+                    self.put_client(client, Step::Close);
+                    return;
+                }
             }
-            return;
         }
         let step = match client_flush {
             Flush::Failed(_) => Step::Close,
@@ -172,7 +152,7 @@ impl<D: Driver> Worker<D> {
 
     /// Client bytes for the tunnel.
     pub(super) fn tunnel_from_client(&mut self, client: &mut Client, buffer: Buffer) -> Step {
-        let Some(origin_id) = client.tunnel.as_ref().and_then(|tunnel| tunnel.origin) else {
+        let Some(origin_id) = client.state.origin() else {
             self.driver.recycle(buffer);
             return Step::Close;
         };
@@ -228,9 +208,10 @@ impl<D: Driver> Worker<D> {
     /// The client took everything: read the origin again. Spliced: the origin's direction
     /// has ended (its end of stream was passed on).
     pub(super) fn tunnel_client_drained(&mut self, client: &mut Client) -> Step {
-        if let Some(tunnel) = client.tunnel.as_mut()
-            && tunnel.spliced
-        {
+        let Some(tunnel) = client.state.tunnel_mut() else {
+            return Step::Keep;
+        };
+        if tunnel.spliced {
             tunnel.origin_done = true;
             if tunnel.client_done {
                 return Step::Close;
@@ -238,8 +219,7 @@ impl<D: Driver> Worker<D> {
             self.driver.shutdown_write(client.session.id);
             return Step::Keep;
         }
-        if let Some(tunnel) = client.tunnel.as_ref()
-            && let Some(origin) = tunnel.origin
+        if let Some(origin) = tunnel.origin
             && !tunnel.origin_done
         {
             self.driver.recv_eager(origin);
@@ -252,9 +232,11 @@ impl<D: Driver> Worker<D> {
         let Some(mut client) = self.take_client(client_id) else {
             return;
         };
-        if let Some(tunnel) = client.tunnel.as_mut()
-            && tunnel.spliced
-        {
+        let Some(tunnel) = client.state.tunnel_mut() else {
+            self.put_client(client, Step::Keep);
+            return;
+        };
+        if tunnel.spliced {
             // Spliced: the client's direction has ended; pass its end of stream on.
             tunnel.client_done = true;
             if tunnel.origin_done {
@@ -264,14 +246,7 @@ impl<D: Driver> Worker<D> {
             if let Some(origin) = tunnel.origin {
                 self.driver.shutdown_write(origin);
             }
-            self.put_client(client, Step::Keep);
-            return;
-        }
-        let done = client
-            .tunnel
-            .as_ref()
-            .is_none_or(|tunnel| tunnel.client_done);
-        if !done {
+        } else if !tunnel.client_done {
             self.driver.recv_eager(client_id);
         }
         self.put_client(client, Step::Keep);
@@ -279,7 +254,7 @@ impl<D: Driver> Worker<D> {
 
     /// The client finished sending: pass the FIN on; close when both sides are done.
     pub(super) fn on_tunnel_client_closed(&mut self, mut client: Box<Client>) {
-        let Some(tunnel) = client.tunnel.as_mut() else {
+        let Some(tunnel) = client.state.tunnel_mut() else {
             self.close_client(client);
             return;
         };
@@ -294,8 +269,48 @@ impl<D: Driver> Worker<D> {
         }
     }
 
+    /// The tunnel's origin connection closed (`error: None`) or failed.
+    pub(super) fn tunnel_origin_closed(
+        &mut self,
+        origin: Origin,
+        client_id: ConnectionId,
+        error: Option<std::io::Error>,
+    ) {
+        if !origin.connected {
+            // The connect failed (refused, unreachable): 502, as for a request.
+            self.tunnel_connect_failed(origin, client_id);
+        } else if error.is_none() {
+            self.tunnel_origin_finished(origin, client_id);
+        } else {
+            self.driver.close(origin.id);
+            if let Some(client) = self.take_client(client_id) {
+                self.put_client(client, Step::Close);
+            }
+        }
+    }
+
+    /// The tunnel's origin timer: only a connect that takes too long has one (502).
+    pub(super) fn tunnel_origin_timer(&mut self, origin: Origin, client_id: ConnectionId) {
+        if origin.connected {
+            self.put_origin(origin);
+        } else {
+            self.tunnel_connect_failed(origin, client_id);
+        }
+    }
+
+    fn tunnel_connect_failed(&mut self, origin: Origin, client_id: ConnectionId) {
+        self.driver.close(origin.id);
+        if let Some(mut client) = self.take_client(client_id) {
+            if let Some(tunnel) = client.state.tunnel_mut() {
+                tunnel.origin = None;
+            }
+            let step = self.tunnel_failed(&mut client);
+            self.put_client(client, step);
+        }
+    }
+
     /// The origin finished sending.
-    pub(super) fn on_tunnel_origin_closed(&mut self, origin: Origin, client_id: ConnectionId) {
+    fn tunnel_origin_finished(&mut self, origin: Origin, client_id: ConnectionId) {
         let origin_id = origin.id;
         self.put_origin(origin);
         let Some(mut client) = self.take_client(client_id) else {
@@ -304,7 +319,7 @@ impl<D: Driver> Worker<D> {
             }
             return;
         };
-        let Some(tunnel) = client.tunnel.as_mut() else {
+        let Some(tunnel) = client.state.tunnel_mut() else {
             self.put_client(client, Step::Close);
             return;
         };

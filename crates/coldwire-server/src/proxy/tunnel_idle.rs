@@ -3,7 +3,7 @@
 //! do, so when its deadline passes the driver is asked how many bytes each direction's
 //! splice has delivered: if the total moved since the last look, the tunnel was active and
 //! gets another `--idle-timeout`; if not, it was silent both ways for that long and is
-//! closed.
+//! closed. (The driver's splice counters are read in `splice.rs`.)
 
 use coldwire_io::Driver;
 
@@ -14,16 +14,11 @@ impl<D: Driver> Worker<D> {
     /// A spliced tunnel's idle deadline passed: keep it if bytes moved since the last look.
     pub(super) fn spliced_tunnel_deadline(&mut self, client: &mut Client) -> Step {
         let client_id = client.session.id;
-        let Some(tunnel) = client.tunnel.as_mut() else {
+        let origin = client.state.origin();
+        let delivered = self.tunnel_spliced_bytes(client_id, origin);
+        let Some(tunnel) = client.state.tunnel_mut() else {
             return Step::Close;
         };
-        let to_origin = tunnel
-            .origin
-            .map_or(0, |origin| self.driver.splice_delivered(origin));
-        let delivered = self
-            .driver
-            .splice_delivered(client_id)
-            .wrapping_add(to_origin);
         if delivered != tunnel.spliced_seen {
             tunnel.spliced_seen = delivered;
             let due = self.idle_deadline();

@@ -2,9 +2,9 @@
 //! its own upstream pool and resolver, and the cache shared by all workers. Generic over
 //! the driver, so every backend runs the same logic, monomorphised.
 //!
-//! This file owns the loop, the slot table of [`Peer`]s and the dispatch of completions;
-//! the request path is in `client.rs`, upstream connections in `forward.rs`, responses in
-//! `response.rs`, the cache in `cache_fill.rs`, tunnels in `tunnel.rs`.
+//! This file owns the loop, the slot table of [`Peer`]s and the dispatch of each
+//! completion to its connection's side: `client.rs` (the client connection's state
+//! machine) or `origin.rs` (the origin connection's). Neither side's logic is here.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -21,9 +21,9 @@ use coldwire_io::{Completion, ConnectionId, Driver, ListenerId};
 use super::config::ProxyConfig;
 use super::pool::Pool;
 use super::resolver::Resolver;
-use super::state::{Client, Origin, OriginState, Peer};
+use super::state::{Client, ClientState, Origin, OriginState, Peer};
 use crate::access_log::AccessLog;
-use crate::session::{Phase, Session};
+use crate::session::Phase;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 use crate::worker::loop_timeout;
 
@@ -73,56 +73,79 @@ pub(super) struct Worker<D: Driver> {
     /// Background revalidations (`stale-while-revalidate`), started on first use.
     pub(super) revalidator: Option<super::revalidator::Revalidator>,
     /// Requests waiting for other fetches of their keys (collapsed forwarding).
-    pub(super) parked: super::collapse::Parked,
+    pub(super) followers: super::collapse::Followers,
 }
 
 /// Runs a proxy worker until shutdown completes.
 pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -> io::Result<()> {
-    let config = context.config;
     let listener = driver.listen(context.listener)?;
-    let resolver = Resolver::new(driver.waker(), config.resolver_ttl)?;
-    if let Some(store) = &context.store {
-        // Releasing a claim this worker's requests wait for wakes the loop.
-        let waker = driver.waker();
-        store.register_worker(context.index, move || {
-            let _ = waker.wake();
-        });
-    }
-    let wall_clock = SystemTime::now();
-    let mut worker = Worker {
-        driver,
-        peers: Vec::new(),
-        pool: Pool::new(config.pool_per_origin),
-        resolver,
-        resolving: HashMap::new(),
-        store: context.store,
-        date: DateCache::new(wall_clock),
-        wall_clock,
-        http: RequestCounters::default(),
-        stats: context.stats,
+    let parts = WorkerParts {
         index: context.index,
+        config: context.config,
+        stats: context.stats,
         stop: context.stop,
-        listener: Some(listener),
-        drain_deadline: None,
-        clients: 0,
-        log: context.access_log.map(AccessLog::new),
-        revalidator: None,
-        parked: super::collapse::Parked::default(),
-        config,
+        store: context.store,
+        access_log: context.access_log,
     };
+    let mut worker = Worker::new(driver, parts)?;
+    worker.listener = Some(listener);
     worker.run()
 }
 
+/// What a worker is built from, apart from its driver and listener (tests build one
+/// without a listener).
+pub(super) struct WorkerParts {
+    pub(super) index: usize,
+    pub(super) config: Arc<ProxyConfig>,
+    pub(super) stats: Arc<Stats>,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) store: Option<Arc<Store>>,
+    pub(super) access_log: Option<Arc<File>>,
+}
+
 impl<D: Driver> Worker<D> {
+    /// A worker over `driver`, not listening yet.
+    pub(super) fn new(driver: D, parts: WorkerParts) -> io::Result<Worker<D>> {
+        let config = parts.config;
+        let resolver = Resolver::new(driver.waker(), config.resolver_ttl)?;
+        if let Some(store) = &parts.store {
+            // Releasing a claim this worker's requests wait for wakes the loop.
+            let waker = driver.waker();
+            store.register_worker(parts.index, move || {
+                let _ = waker.wake();
+            });
+        }
+        let wall_clock = SystemTime::now();
+        Ok(Worker {
+            driver,
+            peers: Vec::new(),
+            pool: Pool::new(config.pool_per_origin),
+            resolver,
+            resolving: HashMap::new(),
+            store: parts.store,
+            date: DateCache::new(wall_clock),
+            wall_clock,
+            http: RequestCounters::default(),
+            stats: parts.stats,
+            index: parts.index,
+            stop: parts.stop,
+            listener: None,
+            drain_deadline: None,
+            clients: 0,
+            log: parts.access_log.map(AccessLog::new),
+            revalidator: None,
+            followers: super::collapse::Followers::default(),
+            config,
+        })
+    }
+
     fn run(&mut self) -> io::Result<()> {
         loop {
             let timeout = loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref());
             self.driver.wait(timeout)?;
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
-            while let Some(completion) = self.driver.next_completion() {
-                self.handle(completion);
-            }
+            self.handle_completions();
             if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
                 self.start_draining();
             }
@@ -141,6 +164,13 @@ impl<D: Driver> Worker<D> {
                 self.publish();
                 return Ok(());
             }
+        }
+    }
+
+    /// Handles every completion the driver has.
+    pub(super) fn handle_completions(&mut self) {
+        while let Some(completion) = self.driver.next_completion() {
+            self.handle(completion);
         }
     }
 
@@ -206,12 +236,7 @@ impl<D: Driver> Worker<D> {
         if let Some(input) = client.session.input.take() {
             self.driver.recycle(input);
         }
-        let upstream = client
-            .exchange
-            .as_ref()
-            .and_then(|exchange| exchange.origin)
-            .or_else(|| client.tunnel.as_ref().and_then(|tunnel| tunnel.origin));
-        if let Some(origin) = upstream.and_then(|id| self.take_origin(id)) {
+        if let Some(origin) = client.state.origin().and_then(|id| self.take_origin(id)) {
             self.close_origin(origin);
         }
         client.session.enter(&mut self.driver, Phase::Idle);
@@ -227,32 +252,12 @@ impl<D: Driver> Worker<D> {
         self.driver.close(origin.id);
     }
 
+    /// Hands one completion to the side of the connection it is about.
     fn handle(&mut self, completion: Completion) {
         match completion {
             Completion::Accepted {
                 connection, peer, ..
-            } => {
-                if self.drain_deadline.is_some() {
-                    self.driver.close(connection);
-                    return;
-                }
-                let now = self.driver.now();
-                let mut session = Session::new(connection, peer, now);
-                session.set_deadline(&mut self.driver, now + self.config.idle_timeout);
-                let client = Box::new(Client {
-                    session,
-                    denied: !self.config.acl.allows(peer.ip()),
-                    exchange: None,
-                    tunnel: None,
-                    body_blocked: false,
-                    request_line: None,
-                    collapsed_wait: None,
-                    collapsed_behind: 0,
-                });
-                *self.slot(connection) = Some(Peer::Client(client));
-                self.clients += 1;
-                self.driver.recv(connection);
-            }
+            } => self.on_accepted(connection, peer),
             Completion::Connected { connection } => self.on_origin_connected(connection),
             Completion::Received { connection, buffer } => {
                 if let Some(mut client) = self.take_client(connection) {
@@ -294,51 +299,14 @@ impl<D: Driver> Worker<D> {
 
     fn on_closed(&mut self, connection: ConnectionId, error: Option<io::Error>) {
         if let Some(client) = self.take_client(connection) {
-            if client.tunnel.is_some() && error.is_none() {
-                self.on_tunnel_client_closed(client);
-            } else {
-                self.close_client(client);
-            }
+            self.on_client_closed(client, error);
         } else if let Some(origin) = self.take_origin(connection) {
             self.on_origin_closed(origin, error);
         }
     }
 
-    fn on_client_timer(&mut self, client: &mut Client) -> Step {
-        let session = &mut client.session;
-        if !session.deadline_reached(&mut self.driver) {
-            return Step::Keep;
-        }
-        if client.collapsed_wait.is_some() {
-            return self.collapsed_poll(client);
-        }
-        let now = self.driver.now();
-        if client.tunnel.as_ref().is_some_and(|tunnel| tunnel.spliced) {
-            // Its bytes never pass through here: the driver says whether they moved.
-            return self.spliced_tunnel_deadline(client);
-        }
-        match session.phase {
-            Phase::Idle if client.exchange.is_some() => {
-                // Waiting for the origin: its own timer decides (504).
-                session.set_deadline(&mut self.driver, now + self.config.upstream_timeout);
-                Step::Keep
-            }
-            _ => {
-                if session.survives_deadline(
-                    &mut self.driver,
-                    self.config.write_timeout,
-                    &mut self.http,
-                ) {
-                    Step::Keep
-                } else {
-                    Step::Close
-                }
-            }
-        }
-    }
-
     fn start_draining(&mut self) {
-        self.drain_deadline = Some(self.driver.now() + self.config.shutdown_grace);
+        self.drain_deadline = Some(self.driver.now() + self.config.runtime.shutdown_grace);
         if let Some(listener) = self.listener.take() {
             self.driver.close_listener(listener);
         }
@@ -349,9 +317,7 @@ impl<D: Driver> Worker<D> {
             .filter_map(|peer| match peer {
                 Peer::Client(client)
                     if client.session.phase == Phase::Idle
-                        && client.exchange.is_none()
-                        && client.tunnel.is_none()
-                        && client.collapsed_wait.is_none() =>
+                        && matches!(client.state, ClientState::Requests) =>
                 {
                     Some(client.session.id)
                 }
@@ -393,7 +359,7 @@ impl<D: Driver> Worker<D> {
 
     /// A client connection's idle deadline after an exchange or tunnel activity.
     pub(super) fn idle_deadline(&self) -> Instant {
-        self.driver.now() + self.config.idle_timeout
+        self.driver.now() + self.config.runtime.idle_timeout
     }
 
     /// The upstream deadline from now.
@@ -403,6 +369,6 @@ impl<D: Driver> Worker<D> {
 
     /// Time allowed for a client to take a response.
     pub(super) fn write_timeout(&self) -> Duration {
-        self.config.write_timeout
+        self.config.runtime.write_timeout
     }
 }

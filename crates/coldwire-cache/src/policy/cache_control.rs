@@ -1,0 +1,168 @@
+//! `Cache-Control` (RFC 9111 §5.2), parsed into the directives a shared cache acts on.
+//!
+//! Invariants: parsing never fails — unknown directives are ignored and a malformed
+//! delta-seconds argument makes the directive count as present with the most conservative
+//! value (0), as RFC 9111 §1.2.2 and §4.2.1 advise; values overflowing are clamped to
+//! 2^31 seconds (RFC 9111 §1.2.2).
+
+use coldwire_http::fields::{comma_list, trim_ows};
+
+/// The largest delta-seconds value a cache must handle (RFC 9111 §1.2.2).
+pub const DELTA_SECONDS_MAX: u64 = 1 << 31;
+
+/// Directives of one message's `Cache-Control` fields (all of them combined).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheControl {
+    /// `max-age=N`.
+    pub max_age: Option<u64>,
+    /// `s-maxage=N` (responses; overrides `max-age` in a shared cache).
+    pub s_maxage: Option<u64>,
+    /// `no-store`.
+    pub no_store: bool,
+    /// `no-cache` (with or without a field list; a list is treated as the whole response).
+    pub no_cache: bool,
+    /// `private` (a shared cache must not store it).
+    pub private: bool,
+    /// `public`.
+    pub public: bool,
+    /// `must-revalidate`.
+    pub must_revalidate: bool,
+    /// `proxy-revalidate`.
+    pub proxy_revalidate: bool,
+    /// `min-fresh=N` (requests).
+    pub min_fresh: Option<u64>,
+    /// `max-stale` (requests): `Some(None)` for any staleness, `Some(Some(n))` for up to n s.
+    pub max_stale: Option<Option<u64>>,
+    /// `only-if-cached` (requests).
+    pub only_if_cached: bool,
+    /// `stale-while-revalidate=N` (RFC 5861 §3, responses): for N s after going stale the
+    /// response may be served while one revalidation runs in the background.
+    pub stale_while_revalidate: Option<u64>,
+    /// `stale-if-error=N` (RFC 5861 §4, responses and requests): for N s after going stale
+    /// the response may be served when the origin fails (unreachable, 5xx).
+    pub stale_if_error: Option<u64>,
+    /// `must-understand` (RFC 9111 §5.2.2.3, responses): store only if the cache
+    /// understands the status code's caching semantics, and then `no-store` is ignored.
+    pub must_understand: bool,
+}
+
+fn delta_seconds(argument: Option<&[u8]>) -> u64 {
+    let Some(argument) = argument else {
+        return 0;
+    };
+    let digits = argument
+        .strip_prefix(b"\"")
+        .and_then(|inner| inner.strip_suffix(b"\""))
+        .unwrap_or(argument);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return 0;
+    }
+    let mut value: u64 = 0;
+    for &digit in digits {
+        value = value
+            .saturating_mul(10)
+            .saturating_add(u64::from(digit - b'0'));
+    }
+    value.min(DELTA_SECONDS_MAX)
+}
+
+impl CacheControl {
+    /// Parses every value given (one per `Cache-Control` field line).
+    pub fn parse<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
+        let mut directives = CacheControl::default();
+        for value in values {
+            for member in comma_list(value) {
+                let (name, argument) = match member.iter().position(|&byte| byte == b'=') {
+                    Some(equals) => (
+                        trim_ows(&member[..equals]),
+                        Some(trim_ows(&member[equals + 1..])),
+                    ),
+                    None => (member, None),
+                };
+                directives.apply(name, argument);
+            }
+        }
+        directives
+    }
+
+    fn apply(&mut self, name: &[u8], argument: Option<&[u8]>) {
+        let is = |directive: &str| name.eq_ignore_ascii_case(directive.as_bytes());
+        if is("max-age") {
+            self.max_age = Some(delta_seconds(argument));
+        } else if is("s-maxage") {
+            self.s_maxage = Some(delta_seconds(argument));
+        } else if is("no-store") {
+            self.no_store = true;
+        } else if is("no-cache") {
+            self.no_cache = true;
+        } else if is("private") {
+            self.private = true;
+        } else if is("public") {
+            self.public = true;
+        } else if is("must-revalidate") {
+            self.must_revalidate = true;
+        } else if is("proxy-revalidate") {
+            self.proxy_revalidate = true;
+        } else if is("min-fresh") {
+            self.min_fresh = Some(delta_seconds(argument));
+        } else if is("max-stale") {
+            self.max_stale = Some(argument.map(|value| delta_seconds(Some(value))));
+        } else if is("only-if-cached") {
+            self.only_if_cached = true;
+        } else if is("stale-while-revalidate") {
+            self.stale_while_revalidate = Some(delta_seconds(argument));
+        } else if is("stale-if-error") {
+            self.stale_if_error = Some(delta_seconds(argument));
+        } else if is("must-understand") {
+            self.must_understand = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn common_response_directives() {
+        let directives = CacheControl::parse([
+            &b"public, max-age=60"[..],
+            b"s-maxage=\"30\", must-revalidate",
+        ]);
+        assert_eq!(directives.max_age, Some(60));
+        assert_eq!(directives.s_maxage, Some(30));
+        assert!(directives.public && directives.must_revalidate);
+        assert!(!directives.no_store);
+    }
+
+    #[test]
+    fn malformed_and_huge_values_are_conservative() {
+        let directives = CacheControl::parse([&b"max-age=abc, s-maxage=99999999999999999999"[..]]);
+        assert_eq!(directives.max_age, Some(0));
+        assert_eq!(directives.s_maxage, Some(DELTA_SECONDS_MAX));
+    }
+
+    #[test]
+    fn request_directives() {
+        let directives = CacheControl::parse([&b"No-Cache, max-stale, min-fresh=5"[..]]);
+        assert!(directives.no_cache);
+        assert_eq!(directives.max_stale, Some(None));
+        assert_eq!(directives.min_fresh, Some(5));
+    }
+
+    #[test]
+    fn rfc_5861_extensions() {
+        let directives =
+            CacheControl::parse([&b"max-age=1, stale-while-revalidate=30, stale-if-error=600"[..]]);
+        assert_eq!(directives.stale_while_revalidate, Some(30));
+        assert_eq!(directives.stale_if_error, Some(600));
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = CacheControl::parse([bytes.as_slice()]);
+        }
+    }
+}

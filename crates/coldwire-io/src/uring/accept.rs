@@ -1,0 +1,213 @@
+//! Accepting and opening connections on the io_uring driver: one multishot `ACCEPT` per
+//! listener (single-shot, re-armed at each completion, where the kernel lacks the
+//! multishot form), one `getpeername` per accepted connection (multishot accept returns no
+//! address), and outgoing connects completed by a one-shot `POLL_ADD` for writability.
+//!
+//! When accepting pauses and resumes is the shared [`AcceptGate`](crate::core::accept_gate)'s
+//! decision; pausing here cancels the armed accepts. Connections the kernel accepted
+//! meanwhile (an accept completion races its cancellation) wait in the driver's backlog
+//! until a slot frees, rather than being closed.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+use io_uring::{opcode, types};
+
+use super::connection::{
+    CONNECTING, Connection, Kind, MAX_SLOTS, RECV_ARMED, WRITE_WAITING, user_data,
+};
+use super::driver::{UringDriver, set_blocking};
+use crate::core::accept_gate::is_descriptor_exhaustion;
+use crate::driver::{Completion, ConnectionId, ListenerId};
+use crate::sys;
+
+/// The peer address of an accepted socket (one `getpeername`).
+fn peer_address(fd: RawFd) -> SocketAddr {
+    socket2::SockRef::from(&BorrowedSocket(fd))
+        .peer_addr()
+        .ok()
+        .and_then(|address| address.as_socket())
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+}
+
+/// A descriptor borrowed for one socket2 call.
+struct BorrowedSocket(RawFd);
+
+impl std::os::fd::AsFd for BorrowedSocket {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        // SAFETY: the descriptor is open for the duration of the borrow (the driver owns it
+        // and closes it only later).
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.0) }
+    }
+}
+
+impl UringDriver {
+    pub(super) fn arm_accept(&mut self, index: usize) {
+        let Some(Some(listener)) = self.listeners.get_mut(index) else {
+            return;
+        };
+        if listener.accepting {
+            return;
+        }
+        listener.accepting = true;
+        // A single-shot accept completes without IORING_CQE_F_MORE and is re-armed by
+        // `on_accept`, as a multishot one that ended.
+        let entry = if self.multishot_accept {
+            opcode::AcceptMulti::new(types::Fd(listener.fd))
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+        } else {
+            opcode::Accept::new(
+                types::Fd(listener.fd),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+        }
+        .user_data(user_data(Kind::Accept, index, 0));
+        self.push_plain(entry);
+    }
+
+    fn pause_accepting(&mut self) {
+        self.counters.accept_pauses += 1;
+        let armed: Vec<usize> = self
+            .listeners
+            .iter()
+            .enumerate()
+            .filter(|(_, listener)| listener.as_ref().is_some_and(|state| state.accepting))
+            .map(|(index, _)| index)
+            .collect();
+        for index in armed {
+            let entry = opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0))
+                .build()
+                .user_data(user_data(Kind::Ignored, 0, 0));
+            self.push_plain(entry);
+        }
+    }
+
+    pub(super) fn resume_accepting(&mut self) {
+        for index in 0..self.listeners.len() {
+            self.arm_accept(index);
+        }
+    }
+
+    pub(super) fn on_accept(&mut self, index: usize, result: i32, more: bool) {
+        let Some(Some(listener)) = self.listeners.get_mut(index) else {
+            if result >= 0 {
+                sys::close(result);
+            }
+            return;
+        };
+        if !more {
+            listener.accepting = false;
+        }
+        if result >= 0 {
+            if self.accepting.is_paused() || self.connections.len() >= self.config.max_connections {
+                self.backlog.push_back((index, result));
+                if self.accepting.reach_limit() {
+                    self.pause_accepting();
+                }
+            } else {
+                self.adopt(index, result);
+            }
+        } else if is_descriptor_exhaustion(-result)
+            && self.accepting.exhausted(self.now, self.config.accept_pause)
+        {
+            self.pause_accepting();
+        }
+        // ECANCELED (our pause), ECONNABORTED and the like end nothing else.
+        if !more && !self.accepting.is_paused() {
+            self.arm_accept(index);
+        }
+    }
+
+    fn adopt(&mut self, listener: usize, fd: RawFd) {
+        self.counters.accept_calls += 1;
+        let peer = peer_address(fd);
+        let Some(connection) = self.open_connection(fd, 0) else {
+            return;
+        };
+        self.counters.accepted += 1;
+        self.completions.push_back(Completion::Accepted {
+            listener: ListenerId(listener as u32),
+            connection,
+            peer,
+        });
+    }
+
+    pub(super) fn open_connection(&mut self, fd: RawFd, flags: u16) -> Option<ConnectionId> {
+        let slot = self.connections.insert(Connection::new(fd, flags));
+        if slot >= MAX_SLOTS {
+            self.connections.remove(slot);
+            sys::close(fd);
+            return None;
+        }
+        self.counters.open_connections += 1;
+        Some(self.generations.stamp(&mut self.connections, slot))
+    }
+
+    /// After a slot was freed: adopt a waiting connection, or accept again.
+    pub(super) fn slot_freed(&mut self) {
+        while self.connections.len() < self.config.max_connections {
+            let Some((listener, fd)) = self.backlog.pop_front() else {
+                break;
+            };
+            self.adopt(listener, fd);
+        }
+        if self.backlog.is_empty()
+            && self.connections.len() < self.config.max_connections
+            && self.accepting.below_limit()
+        {
+            self.resume_accepting();
+        }
+    }
+
+    pub(super) fn on_connect(&mut self, slot: usize, generation: u32, result: i32) {
+        let Some(connection) = self.live(slot, generation) else {
+            return;
+        };
+        if connection.flags & CONNECTING == 0 {
+            return;
+        }
+        connection.flags &= !CONNECTING;
+        let fd = connection.fd;
+        let outcome = if result < 0 {
+            Some(io::Error::from_raw_os_error(-result))
+        } else {
+            sys::take_socket_error(fd).unwrap_or_else(Some)
+        };
+        let id = ConnectionId {
+            slot: slot as u32,
+            generation,
+        };
+        match outcome {
+            None => {
+                set_blocking(fd);
+                self.completions
+                    .push_back(Completion::Connected { connection: id });
+                let Some(connection) = self.connections.get_mut(slot) else {
+                    return;
+                };
+                if connection.flags & RECV_ARMED != 0 {
+                    self.arm_recv(slot);
+                }
+                let Some(connection) = self.connections.get_mut(slot) else {
+                    return;
+                };
+                if !connection.output.is_empty() {
+                    self.start_send(slot);
+                }
+            }
+            Some(error) => {
+                connection.flags &= !(RECV_ARMED | WRITE_WAITING);
+                self.drop_output(slot);
+                self.completions.push_back(Completion::Failed {
+                    connection: id,
+                    error,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! One runtime for every server subcommand (`serve`, `proxy`, and next the WAN relay):
+//! what each of them needs around its own event loop, written once and parameterised by
+//! the [`Service`] it runs.
+//!
+//! - [`RuntimeConfig`]: the settings every server shares (address, backend, workers,
+//!   pinning, request-head limits, client timeouts, connection limit, access log, stats
+//!   endpoint, shutdown grace, `--sqpoll`), the same flags on every subcommand.
+//! - [`Running`]: start-up (open-files limit, backend probe, one `SO_REUSEPORT` listener per
+//!   worker on an address nobody else listens on, access log, stats, the stats endpoint,
+//!   one monomorphised worker per thread) and shutdown (stop, wake, join).
+//! - [`Service`]: what a service adds — its configuration, the statistics it exposes, and
+//!   the worker it runs on each thread.
+//!
+//! A new service is one new module implementing [`Service`] (and its worker loop), plus
+//! its subcommand in the CLI.
+
+mod config;
+mod listeners;
+mod running;
+
+pub use config::RuntimeConfig;
+pub use running::{Running, Service, StopHandle, WorkerSeat};
+
+pub use crate::spawn::WorkerLoop;

@@ -1,0 +1,250 @@
+//! [`Running`]: a started server of any [`Service`] — listeners bound, workers running on
+//! the chosen backend (each a monomorphised loop, started by `crate::spawn`), the stats
+//! endpoint up — and its graceful stop ([`StopHandle`]) and join.
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use coldwire_io::{Backend, DriverConfig, UringOptions, Waker};
+
+use super::config::RuntimeConfig;
+use super::listeners::{bind_admin, bind_workers, open_access_log, worker_driver_config};
+use crate::admin::serve_admin;
+use crate::error::ServerError;
+use crate::spawn::{WorkerLoop, spawn_worker};
+use crate::stats::Stats;
+use crate::system;
+
+/// How long an idle `--sqpoll` kernel thread keeps polling before it sleeps: short, since
+/// while it polls it holds a core (half of this machine).
+const SQPOLL_IDLE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// What a worker thread gets from the runtime, whatever its service.
+pub struct WorkerSeat {
+    /// Worker index (stats slot, CPU to pin to).
+    pub index: usize,
+    /// This worker's listening socket.
+    pub listener: TcpListener,
+    /// Shared statistics.
+    pub stats: Arc<Stats>,
+    /// Set when the server should shut down (then the worker is woken).
+    pub stop: Arc<AtomicBool>,
+    /// The access log file, when logging.
+    pub access_log: Option<Arc<File>>,
+}
+
+/// A service the runtime can run: the origin server, the proxy, next the WAN relay.
+pub trait Service: Send + Sync + 'static {
+    /// What runs on each worker thread.
+    type Worker: WorkerLoop;
+
+    /// The shared settings.
+    fn runtime(&self) -> &RuntimeConfig;
+
+    /// Checks made before anything is bound (a missing document root, say).
+    fn check(&self) -> Result<(), ServerError> {
+        Ok(())
+    }
+
+    /// The driver settings of each worker (timer resolution, say), from the runtime's.
+    fn driver_config(&self, config: DriverConfig) -> DriverConfig {
+        config
+    }
+
+    /// The statistics the stats endpoint shows (a proxy adds its cache's).
+    fn stats(&self, stats: Stats) -> Stats {
+        stats
+    }
+
+    /// The worker for one seat.
+    fn worker(&self, seat: WorkerSeat) -> Self::Worker;
+}
+
+/// A started server. Dropping it does not stop it; call [`Running::stop`] and
+/// [`Running::join`].
+pub struct Running<S: Service> {
+    service: Arc<S>,
+    local_addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    open_files_limit: u64,
+    stop: Arc<AtomicBool>,
+    wakers: Vec<Waker>,
+    workers: Vec<JoinHandle<std::io::Result<()>>>,
+    admin: Option<JoinHandle<()>>,
+    stats: Arc<Stats>,
+}
+
+/// A cloneable handle that asks the server to shut down (for the signal thread).
+#[derive(Clone)]
+pub struct StopHandle {
+    stop: Arc<AtomicBool>,
+    wakers: Vec<Waker>,
+}
+
+impl StopHandle {
+    /// Stops accepting, lets in-flight responses finish within the grace period, then the
+    /// workers exit.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for waker in &self.wakers {
+            let _ = waker.wake();
+        }
+    }
+}
+
+impl<S: Service> Running<S> {
+    /// Starts `service`: raises the open-files limit, probes the backend, binds one
+    /// listener per worker (the address must be free), opens the access log, starts the
+    /// workers and the stats endpoint.
+    pub fn start_service(service: S) -> Result<Running<S>, ServerError> {
+        let open_files_limit = raise_open_files_limit()?;
+        service.check()?;
+        let runtime = service.runtime().clone();
+        probe_backend(runtime.backend)?;
+        let workers = runtime.workers.max(1);
+        let (listeners, local_addr) = bind_workers(runtime.listen, runtime.backlog, workers)?;
+        let admin_listener = bind_admin(runtime.admin)?;
+        let admin_addr = admin_listener
+            .as_ref()
+            .and_then(|listener| listener.local_addr().ok());
+        let access_log = open_access_log(runtime.access_log.as_deref())?;
+        let stats = Arc::new(service.stats(Stats::new(runtime.backend.name(), workers)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let driver_config = service.driver_config(worker_driver_config(
+            runtime.max_connections,
+            workers,
+            runtime.limits.max_head_bytes,
+        ));
+        let uring = UringOptions {
+            sqpoll_idle: runtime.sqpoll.then_some(SQPOLL_IDLE),
+            ..UringOptions::default()
+        };
+        let mut wakers = Vec::new();
+        let mut threads = Vec::new();
+        for (index, listener) in listeners.into_iter().enumerate() {
+            let seat = WorkerSeat {
+                index,
+                listener,
+                stats: stats.clone(),
+                stop: stop.clone(),
+                access_log: access_log.clone(),
+            };
+            let work = service.worker(seat);
+            let (waker, thread) = spawn_worker(runtime.backend, &driver_config, uring, work)?;
+            wakers.push(waker);
+            threads.push(thread);
+        }
+        let admin = start_admin(admin_listener, &stats, &stop);
+        Ok(Running {
+            service: Arc::new(service),
+            local_addr,
+            admin_addr,
+            open_files_limit,
+            stop,
+            wakers,
+            workers: threads,
+            admin,
+            stats,
+        })
+    }
+
+    /// The service being run.
+    pub fn service(&self) -> &S {
+        &self.service
+    }
+
+    /// The address the workers listen on (with the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The stats endpoint's address, if enabled.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// The open-files soft limit after raising it.
+    pub fn open_files_limit(&self) -> u64 {
+        self.open_files_limit
+    }
+
+    /// The live statistics.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// A handle to stop the server from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            stop: self.stop.clone(),
+            wakers: self.wakers.clone(),
+        }
+    }
+
+    /// Asks the server to stop (see [`StopHandle::stop`]).
+    pub fn stop(&self) {
+        self.stop_handle().stop();
+    }
+
+    /// Waits for every worker, then stops the stats endpoint; the first worker error is
+    /// returned.
+    pub fn join(self) -> Result<(), ServerError> {
+        let mut result = Ok(());
+        for (worker, thread) in self.workers.into_iter().enumerate() {
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("worker panicked")));
+            if let Err(source) = outcome
+                && result.is_ok()
+            {
+                result = Err(ServerError::Worker { worker, source });
+            }
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(admin) = self.admin {
+            // Unblock its accept; it sees `stop` and returns.
+            if let Some(address) = self.admin_addr {
+                let _ = std::net::TcpStream::connect(address);
+            }
+            let _ = admin.join();
+        }
+        result
+    }
+}
+
+/// Raises the open-files soft limit to the hard limit (every connection is a descriptor);
+/// the new soft limit.
+fn raise_open_files_limit() -> Result<u64, ServerError> {
+    system::raise_open_files_limit().map_err(|source| ServerError::System {
+        context: "cannot raise the open-files limit",
+        source,
+    })
+}
+
+/// Fails early, with the reason, when this kernel or sandbox cannot run `backend`
+/// (io_uring switched off, seccomp), rather than every worker.
+fn probe_backend(backend: Backend) -> Result<(), ServerError> {
+    backend.probe().map_err(|source| ServerError::Backend {
+        backend: backend.name(),
+        source,
+    })
+}
+
+/// Starts the stats endpoint's thread on `listener`.
+fn start_admin(
+    listener: Option<TcpListener>,
+    stats: &Arc<Stats>,
+    stop: &Arc<AtomicBool>,
+) -> Option<JoinHandle<()>> {
+    listener.map(|listener| {
+        let stats = stats.clone();
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("coldwire-admin".into())
+            .spawn(move || serve_admin(listener, stats, stop))
+            .expect("spawning the admin thread")
+    })
+}

@@ -1,0 +1,15 @@
+//! The models of realistic load that both sides of a benchmark must agree on, with no I/O:
+//! what object an id names ([`objects`]: Web Polygraph's PolyMix-4 content mix, sizes,
+//! cachability and life cycles), the bytes of its body ([`body`]: generated from the id,
+//! so a client can verify every byte it receives), and the random draws behind them
+//! ([`draws`]: seeded, so the origin and the robots compute the same object from an id).
+//!
+//! `coldwire origin` serves these objects; `coldwire bench`'s robots request and verify
+//! them. Sources of every parameter: `../shared/reference/workloads-and-loadgens.md` §1.
+
+pub mod body;
+pub mod draws;
+pub mod objects;
+
+pub use body::{BODY_HEADER, body_hash, fill_body};
+pub use objects::{ContentKind, ContentMix, Object};

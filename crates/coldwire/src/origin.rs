@@ -1,0 +1,90 @@
+//! `coldwire origin`: builds a [`SimulatorConfig`] from the flags, starts the origin
+//! simulator, prints where it listens (stdout, for scripts), and stops it on SIGINT or
+//! SIGTERM.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use coldwire_server::simulator::{RunningSimulator, SimulatorConfig, ThinkTime};
+use coldwire_server::system;
+use coldwire_workload::ContentMix;
+
+use crate::runtime_args::{RuntimeArgs, parse_duration};
+use crate::wan::parse_bytes;
+
+/// `coldwire origin`.
+#[derive(Debug, Args)]
+pub struct OriginArgs {
+    /// The objects served: `polymix4` (Web Polygraph's PolyMix-4 content mix) or a fixed
+    /// size for every object (`8KiB`, `1259`), all cachable.
+    #[arg(long, default_value = "polymix4", value_name = "MIX")]
+    pub mix: String,
+    /// Mean server think time before each answer (PolyMix-4: 2.5s; 0 for microbenchmarks).
+    #[arg(long, default_value = "2.5s", value_name = "DURATION", value_parser = parse_duration)]
+    pub think: Duration,
+    /// Standard deviation of the think time (normal, never below zero; PolyMix-4: 1s).
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
+    pub think_sd: Duration,
+    /// Seed of the objects (the robots must use the same) and of the think times.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// What every server subcommand shares.
+    #[command(flatten, next_help_heading = "Every server")]
+    pub runtime: RuntimeArgs,
+}
+
+fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
+    let listen = arguments
+        .runtime
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8090)));
+    let mut config = SimulatorConfig::new(listen);
+    arguments.runtime.apply(&mut config.runtime)?;
+    config.mix = match arguments.mix.trim() {
+        "polymix4" | "polymix-4" => ContentMix::polymix4(arguments.seed),
+        size => ContentMix::fixed(
+            parse_bytes(size).map_err(|error| {
+                anyhow::anyhow!("--mix {size:?}: expected polymix4 or a size ({error})")
+            })?,
+            arguments.seed,
+        ),
+    };
+    config.think = ThinkTime {
+        mean: arguments.think,
+        sd: arguments.think_sd,
+    };
+    if arguments.think.is_zero() {
+        config.think = ThinkTime::NONE;
+    }
+    config.seed = arguments.seed;
+    Ok(config)
+}
+
+/// Runs the simulator until a termination signal.
+pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
+    let config = config(arguments)?;
+    let summary = format!(
+        "coldwire origin: mean object {:.1} KB, think {:?} ± {:?}, backend {}, {} worker(s); \
+         Ctrl-C stops",
+        config.mix.mean_size() / 1024.0,
+        config.think.mean,
+        config.think.sd,
+        config.runtime.backend,
+        config.runtime.workers,
+    );
+    let origin = RunningSimulator::start(config).context("coldwire origin could not start")?;
+    coldwire_server::errln!("{summary}");
+    coldwire_server::outln!("origin listening on http://{}", origin.local_addr());
+    if let Some(admin) = origin.admin_addr() {
+        coldwire_server::outln!("stats on http://{admin}/stats");
+    }
+    let stop = origin.stop_handle();
+    system::stop_on_termination_signal("coldwire origin", "finishing answers", move || stop.stop())
+        .context("cannot start the signal thread")?;
+    origin
+        .join()
+        .context("coldwire origin stopped with an error")?;
+    Ok(())
+}

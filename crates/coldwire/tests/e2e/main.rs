@@ -1,0 +1,24 @@
+//! coldwire's end-to-end tests, in one test binary: the real `coldwire` executable on
+//! 127.0.0.1 port 0, checked from outside with raw sockets, the real `curl`, test origins
+//! and the other subcommands (`bench`, `experiment`, `report`). One module per area; the
+//! shared helpers (starting servers and proxies through the process runner, origins,
+//! clients, parsing, bodies, the per-backend test macro) are in `coldwire-testkit`.
+//!
+//! Tests run in parallel threads as in any test binary (`--test-threads`); those that must
+//! not overlap (thousands of idle connections) serialise on a lock of their own.
+
+mod bench;
+mod experiment;
+mod experiment_splice_peers;
+mod origin;
+mod process_lifecycle;
+mod proxy;
+mod proxy_collapse;
+mod proxy_conformance;
+mod proxy_framing;
+mod proxy_smuggling;
+mod proxy_splice;
+mod report;
+mod serve;
+mod uring_refused;
+mod wan;

@@ -1,0 +1,143 @@
+//! The server processes as an operator runs them: a port that another process listens on
+//! is an "address in use" error at start (never silently shared through `SO_REUSEPORT`),
+//! SIGTERM still stops a server whose stderr is a closed pipe (`coldwire serve 2>&1 |
+//! head -2`), and SIGHUP / SIGUSR1 / SIGUSR2 neither kill a server nor lose its buffered
+//! access-log lines.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use coldwire_process::{Process, Stderr};
+use coldwire_testkit::coldwire;
+
+/// A `coldwire` server started with `args`, the address of its first stdout line read.
+struct Running {
+    process: Process,
+    address: SocketAddr,
+}
+
+fn start(args: &[&str], stderr: Stderr) -> Running {
+    let mut process = coldwire(args)
+        .stderr(stderr)
+        .spawn()
+        .expect("starting coldwire");
+    let line = process
+        .wait_for_line("", Duration::from_secs(10))
+        .expect("an address line");
+    let address = line
+        .rsplit("http://")
+        .next()
+        .and_then(|address| address.parse().ok())
+        .unwrap_or_else(|| panic!("no address line: {line:?}"));
+    Running { process, address }
+}
+
+fn serve_args<'a>(root: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["serve", "--root", root, "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn get(address: SocketAddr, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+fn docs_root() -> String {
+    format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_port_another_process_listens_on_is_address_in_use() {
+    let root = docs_root();
+    let first = start(&serve_args(&root, &["--workers", "2"]), Stderr::Null);
+    let taken = first.address.to_string();
+    for subcommand in [
+        vec!["serve", "--root", root.as_str(), "--listen", taken.as_str()],
+        vec!["proxy", "--listen", taken.as_str()],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_coldwire"))
+            .args(&subcommand)
+            .stdin(Stdio::null())
+            .output()
+            .expect("running coldwire");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success(),
+            "{subcommand:?} started on a port in use; stdout: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(
+            stderr.contains("Address already in use") && stderr.contains(&taken),
+            "{subcommand:?}: {stderr}"
+        );
+    }
+    // The first server, with its two workers, still answers every connection.
+    for _ in 0..8 {
+        assert!(get(first.address, "/bench.md").starts_with("HTTP/1.1 200"));
+    }
+}
+
+#[test]
+fn sigterm_stops_a_server_whose_stderr_is_a_closed_pipe() {
+    for args in [
+        serve_args(&docs_root(), &[]),
+        vec!["proxy", "--listen", "127.0.0.1:0"],
+    ] {
+        let mut running = start(&args, Stderr::Pipe);
+        // What `| head -2` does once it has its lines: the read end goes away.
+        drop(running.process.take_stderr());
+        running.process.signal(libc::SIGHUP).unwrap();
+        running.process.signal(libc::SIGTERM).unwrap();
+        let status = running.process.wait_exit(Duration::from_secs(15));
+        assert!(
+            status.is_some_and(|status| status.success()),
+            "{args:?}: SIGTERM with a closed stderr: {status:?}"
+        );
+    }
+}
+
+#[test]
+fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
+    let scratch = std::env::temp_dir().join(format!("coldwire-lifecycle-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let log = scratch.join("access.log");
+    let log_text = log.to_string_lossy().into_owned();
+    let root = docs_root();
+    let mut running = start(
+        &serve_args(&root, &["--workers", "1", "--access-log", &log_text]),
+        Stderr::Null,
+    );
+    assert!(get(running.address, "/bench.md").starts_with("HTTP/1.1 200"));
+    for (name, signal) in [
+        ("HUP", libc::SIGHUP),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+    ] {
+        running.process.signal(signal).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            running.process.try_wait().is_none(),
+            "SIG{name} killed the server"
+        );
+        assert!(get(running.address, "/bench.md").starts_with("HTTP/1.1 200"));
+    }
+    running.process.signal(libc::SIGTERM).unwrap();
+    let status = running.process.wait_exit(Duration::from_secs(15));
+    assert!(status.is_some_and(|status| status.success()), "{status:?}");
+    let lines = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(lines.lines().count(), 4, "access log:\n{lines}");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
