@@ -18,35 +18,55 @@
 #![no_main]
 
 use coldwire_cache::CacheControl;
-use coldwire_cache::cache_control::DELTA_SECONDS_MAX;
+use coldwire_cache::policy::cache_control::DELTA_SECONDS_MAX;
 use libfuzzer_sys::fuzz_target;
 
-/// Writes the directives as one canonical `Cache-Control` value.
+/// Writes the directives as one canonical `Cache-Control` value. The struct is taken apart
+/// field by field, so a directive added to `CacheControl` fails to compile here until the
+/// serialiser writes it too.
 fn serialise(directives: &CacheControl) -> Vec<u8> {
+    let CacheControl {
+        max_age,
+        s_maxage,
+        no_store,
+        no_cache,
+        private,
+        public,
+        must_revalidate,
+        proxy_revalidate,
+        min_fresh,
+        max_stale,
+        only_if_cached,
+        stale_while_revalidate,
+        stale_if_error,
+        must_understand,
+    } = *directives;
     let mut members: Vec<String> = Vec::new();
-    let mut delta = |name: &str, value: Option<u64>| {
+    for (name, value) in [
+        ("max-age", max_age),
+        ("s-maxage", s_maxage),
+        ("min-fresh", min_fresh),
+        ("stale-while-revalidate", stale_while_revalidate),
+        ("stale-if-error", stale_if_error),
+    ] {
         if let Some(value) = value {
             members.push(format!("{name}={value}"));
         }
-    };
-    delta("max-age", directives.max_age);
-    delta("s-maxage", directives.s_maxage);
-    delta("min-fresh", directives.min_fresh);
-    delta("stale-while-revalidate", directives.stale_while_revalidate);
-    delta("stale-if-error", directives.stale_if_error);
-    match directives.max_stale {
+    }
+    match max_stale {
         Some(Some(value)) => members.push(format!("max-stale={value}")),
         Some(None) => members.push("max-stale".to_owned()),
         None => {}
     }
     for (name, present) in [
-        ("no-store", directives.no_store),
-        ("no-cache", directives.no_cache),
-        ("private", directives.private),
-        ("public", directives.public),
-        ("must-revalidate", directives.must_revalidate),
-        ("proxy-revalidate", directives.proxy_revalidate),
-        ("only-if-cached", directives.only_if_cached),
+        ("no-store", no_store),
+        ("no-cache", no_cache),
+        ("private", private),
+        ("public", public),
+        ("must-revalidate", must_revalidate),
+        ("proxy-revalidate", proxy_revalidate),
+        ("only-if-cached", only_if_cached),
+        ("must-understand", must_understand),
     ] {
         if present {
             members.push(name.to_owned());

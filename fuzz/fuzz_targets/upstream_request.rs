@@ -26,19 +26,10 @@
 //!   stored validators, once each;
 //! - every other upstream field is one of the client's, unchanged and in the client's order.
 //!
-//! The proxy is to refuse a request whose `Connection` names `Content-Length`,
-//! `Transfer-Encoding` or `Host` (dropping them would change the framing or the Host); when
-//! `write_upstream_request` can say so, such a refusal ends the check here.
-//!
-//! Known findings (docs/fuzzing.md), which today's code fails: (1) a `Connection` naming
-//! `Content-Length` or `Transfer-Encoding` drops the framing; (2) a `Transfer-Encoding`
-//! spread over several lines is forwarded as several lines, not one canonical line; (3) an
-//! absolute-form target whose authority is not a valid `Host` (e.g. `http://}/` to the
-//! reverse proxy) is forwarded with that authority as `Host`, which coldwire's own parser
-//! rejects. With `COLDWIRE_FUZZ_SKIP_KNOWN=all` in the environment the target skips exactly
-//! those inputs ((1) and a `Connection` naming `Host`; (3)) and the one-framing-line check
-//! (2), so a campaign can look for other violations; a list such as
-//! `COLDWIRE_FUZZ_SKIP_KNOWN=2,3` skips only those findings.
+//! A request whose `Connection` names `Content-Length`, `Transfer-Encoding` or `Host` is
+//! refused by the proxy (`connection_names_framing`, 400), so it is not checked further.
+//! The seeds `connection_names_te`, `connection_names_cl`, `te_two_fields` and
+//! `absolute_invalid_authority` reproduce the three findings of docs/fuzzing.md, since fixed.
 #![no_main]
 
 use coldwire_cache::{Fields, StoredResponse, VaryKey};
@@ -47,14 +38,16 @@ use coldwire_http::{
     BodyFraming, Limits, MAX_HEAD_BYTES_CAP, MAX_HEADERS_CAP, Parsed, RequestHead, Target, Version,
     parse_request, parse_target,
 };
-use coldwire_server::proxy::head::{via_hops, write_upstream_request};
+use coldwire_server::proxy::head::{connection_names_framing, via_hops, write_upstream_request};
 use libfuzzer_sys::fuzz_target;
+use std::borrow::Cow;
 use std::time::UNIX_EPOCH;
 
 const VIA_NAME: &str = "coldwire";
 const REVERSE_HOST: &str = "origin.test";
+const REVERSE_PORT: u16 = 8080;
 
-/// `proxy/client.rs::split_authority` (private there).
+/// `proxy/route.rs::split_authority` (private there).
 fn split_authority(authority: &str, default: u16) -> Option<(&str, u16)> {
     if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
@@ -72,19 +65,29 @@ fn split_authority(authority: &str, default: u16) -> Option<(&str, u16)> {
     .filter(|(host, _)| !host.is_empty())
 }
 
-/// `proxy/client.rs::path_and_query` (private there).
-fn path_and_query<'a>(target: &'a str, authority: &str) -> &'a str {
+/// `proxy/route.rs::path_and_query` (private there).
+fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
     let after_scheme = target.find("//").map_or(0, |at| at + 2);
     let start = after_scheme + authority.len();
     let rest = target.get(start..).unwrap_or("/");
     let rest = rest.split('#').next().unwrap_or("");
-    if rest.starts_with('/') { rest } else { "/" }
+    if rest.starts_with('/') {
+        Cow::Borrowed(rest)
+    } else if rest.starts_with('?') {
+        Cow::Owned(format!("/{rest}"))
+    } else {
+        Cow::Borrowed("/")
+    }
 }
 
-/// The `Host` value and origin-form target the proxy sends, as `route` decides them;
-/// `None` for a request it does not forward.
-fn destination<'a>(head: &RequestHead<'a>, forward: bool) -> Option<(&'a str, &'a str)> {
-    if via_hops(head, VIA_NAME) > 0 || head.method_str() == "PURGE" {
+/// The `Host` value and origin-form target the proxy sends, as `proxy/route.rs::route`
+/// decides them; `None` for a request it does not forward (refused, a loop, CONNECT,
+/// origin-form to a forward proxy, a scheme other than `http` to a forward proxy, PURGE).
+fn destination<'a>(head: &RequestHead<'a>, forward: bool) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
+    if via_hops(head, VIA_NAME) > 0
+        || connection_names_framing(head)
+        || head.method_str() == "PURGE"
+    {
         return None;
     }
     match (parse_target(head.method(), head.target()).ok()?, forward) {
@@ -98,18 +101,25 @@ fn destination<'a>(head: &RequestHead<'a>, forward: bool) -> Option<(&'a str, &'
                 return None;
             }
             split_authority(authority, 80)?;
-            Some((authority, path_and_query(head.target(), authority)))
+            Some((
+                Cow::Borrowed(authority),
+                path_and_query(head.target(), authority),
+            ))
         }
         (Target::Origin { .. } | Target::Asterisk, false) => Some((
             head.host()
                 .and_then(|value| std::str::from_utf8(value).ok())
                 .filter(|value| !value.is_empty())
-                .unwrap_or(REVERSE_HOST),
-            head.target(),
+                .map_or(
+                    Cow::Owned(format!("{REVERSE_HOST}:{REVERSE_PORT}")),
+                    Cow::Borrowed,
+                ),
+            Cow::Borrowed(head.target()),
         )),
-        (Target::Absolute { authority, .. }, false) => {
-            Some((authority, path_and_query(head.target(), authority)))
-        }
+        (Target::Absolute { authority, .. }, false) => Some((
+            Cow::Borrowed(authority),
+            path_and_query(head.target(), authority),
+        )),
         (Target::Authority(_), _) | (Target::Origin { .. } | Target::Asterisk, true) => None,
     }
 }
@@ -145,32 +155,6 @@ const CONDITIONALS: [&str; 6] = [
     "range",
 ];
 
-/// Whether to skip known finding `number` (1 to 3, see the module doc); read once.
-fn skip_known(number: u32) -> bool {
-    static SKIP: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    let mask = *SKIP.get_or_init(|| {
-        let value = std::env::var("COLDWIRE_FUZZ_SKIP_KNOWN").unwrap_or_default();
-        if value == "all" {
-            return u32::MAX;
-        }
-        value
-            .split(',')
-            .filter_map(|item| item.trim().parse::<u32>().ok())
-            .filter(|&item| item < 32)
-            .fold(0, |mask, item| mask | 1 << item)
-    });
-    mask & (1 << number) != 0
-}
-
-/// Whether coldwire's parser accepts `authority` as a `Host` value.
-fn valid_host(authority: &str) -> bool {
-    let probe = format!("GET / HTTP/1.1\r\nHost: {authority}\r\n\r\n");
-    matches!(
-        parse_request(probe.as_bytes(), &Limits::default()),
-        Ok(Parsed::Complete { .. })
-    )
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, input)) = data.split_first() else {
         return;
@@ -185,12 +169,6 @@ fuzz_target!(|data: &[u8]| {
         .header_values("connection")
         .flat_map(comma_list)
         .collect();
-    let names_framing_or_host = named
-        .iter()
-        .any(|member| is_one_of(member, &["host", FRAMING[0], FRAMING[1]]));
-    if (skip_known(1) && names_framing_or_host) || (skip_known(3) && !valid_host(authority)) {
-        return;
-    }
     let stored = (flags & 2 == 2).then(|| {
         let mut fields = Fields::new();
         for (field, stored_as) in [
@@ -216,8 +194,8 @@ fuzz_target!(|data: &[u8]| {
     write_upstream_request(
         &mut out,
         &head,
-        target,
-        authority,
+        &target,
+        &authority,
         VIA_NAME,
         stored.as_ref(),
     );
@@ -241,7 +219,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(upstream.method_str(), head.method_str(), "{shown}");
     assert_eq!(upstream.method(), head.method());
     assert_eq!(upstream.version(), Version::Http11);
-    assert_eq!(upstream.target(), target);
+    assert_eq!(upstream.target(), &*target);
 
     // Framing: the same, on one line.
     assert_eq!(upstream.body_framing(), head.body_framing(), "{shown}");
@@ -250,9 +228,7 @@ fuzz_target!(|data: &[u8]| {
         .filter(|(name, _)| is_one_of(name.as_bytes(), &FRAMING))
         .count();
     let expected_lines = usize::from(head.body_framing() != BodyFraming::None);
-    if !skip_known(2) {
-        assert_eq!(framing_lines, expected_lines, "framing lines in\n{shown}");
-    }
+    assert_eq!(framing_lines, expected_lines, "framing lines in\n{shown}");
 
     // Host: one, the destination's.
     let hosts: Vec<&[u8]> = upstream.header_values("host").collect();

@@ -11,12 +11,16 @@
 //! - a request matches the key built from it (unless `Vary: *`, which never matches);
 //! - two requests with identical selecting fields get the same key, and each matches the
 //!   other's key: the second request drops every non-selecting field, adds others, spells
-//!   the names in another case, reorders fields of different names and pads values with
-//!   optional whitespace;
+//!   the names in another case, reorders fields of different names, pads values with
+//!   optional whitespace, and writes each content-negotiation list (`Accept`,
+//!   `Accept-Charset`, `Accept-Encoding`, `Accept-Language`) as one line with its members
+//!   reversed and upper-cased;
 //! - changing the value of one selecting field (or removing it) makes the request not match.
 #![no_main]
 
+use coldwire_cache::policy::vary::NEGOTIATION_LISTS;
 use coldwire_cache::{Fields, VaryKey};
+use coldwire_http::fields::comma_list;
 use libfuzzer_sys::fuzz_target;
 
 type Request = Vec<(Vec<u8>, Vec<u8>)>;
@@ -95,6 +99,29 @@ fuzz_target!(|data: &[u8]| {
     // Names in reverse order; the sort is stable, so same-named fields keep their order
     // (their values are joined in order).
     same.sort_by_key(|(name, _)| std::cmp::Reverse(name.to_ascii_lowercase()));
+    // The content-negotiation lists compare as sets of case-insensitive members: all their
+    // lines become one line, members reversed and upper-cased.
+    for list in NEGOTIATION_LISTS {
+        let members: Vec<Vec<u8>> = same
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case(list.as_bytes()))
+            .flat_map(|(_, value)| comma_list(value))
+            .map(<[u8]>::to_ascii_uppercase)
+            .collect();
+        if let Some(first) = same
+            .iter()
+            .position(|(name, _)| name.eq_ignore_ascii_case(list.as_bytes()))
+        {
+            let mut reversed: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
+            reversed.reverse();
+            let line = (
+                list.to_ascii_uppercase().into_bytes(),
+                reversed.join(&b" , "[..]),
+            );
+            same.retain(|(name, _)| !name.eq_ignore_ascii_case(list.as_bytes()));
+            same.insert(first.min(same.len()), line);
+        }
+    }
     for extra in [&b"x-coldwire-fuzz"[..], b"accept", b"cookie"] {
         if !is_selecting(&names, extra) {
             same.insert(0, (extra.to_vec(), b"other".to_vec()));
