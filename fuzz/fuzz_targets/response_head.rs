@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(head.head_len <= input.len());
         let cut = usize::from(flags >> 1).min(head.head_len.saturating_sub(1));
         if let Ok(Some(shorter)) = parse_response_head(&input[..cut], request_was_head) {
-            panic!("a prefix of {} bytes parsed as a complete head: {shorter:?}", cut);
+            panic!(
+                "a prefix of {} bytes parsed as a complete head: {shorter:?}",
+                cut
+            );
         }
     }
 });
