@@ -82,7 +82,7 @@ fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
 
 /// The `Host` value and origin-form target the proxy sends, as `proxy/route.rs::route`
 /// decides them; `None` for a request it does not forward (refused, a loop, CONNECT,
-/// origin-form to a forward proxy, a scheme other than `http` to a forward proxy, PURGE).
+/// origin-form to a forward proxy, a scheme other than `http`, PURGE).
 fn destination<'a>(head: &RequestHead<'a>, forward: bool) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
     if via_hops(head, VIA_NAME) > 0
         || connection_names_framing(head)
@@ -116,10 +116,20 @@ fn destination<'a>(head: &RequestHead<'a>, forward: bool) -> Option<(Cow<'a, str
                 ),
             Cow::Borrowed(head.target()),
         )),
-        (Target::Absolute { authority, .. }, false) => Some((
-            Cow::Borrowed(authority),
-            path_and_query(head.target(), authority),
-        )),
+        (
+            Target::Absolute {
+                scheme, authority, ..
+            },
+            false,
+        ) => {
+            if !scheme.eq_ignore_ascii_case("http") {
+                return None;
+            }
+            Some((
+                Cow::Borrowed(authority),
+                path_and_query(head.target(), authority),
+            ))
+        }
         (Target::Authority(_), _) | (Target::Origin { .. } | Target::Asterisk, true) => None,
     }
 }

@@ -107,12 +107,23 @@ pub(super) fn route<'a>(
                 path_and_query: Cow::Borrowed(head.target()),
             }
         }
-        (Target::Absolute { authority, .. }, Mode::Reverse { host, port }) => Destination {
-            host,
-            port: *port,
-            authority: Cow::Borrowed(authority),
-            path_and_query: path_and_query(head.target(), authority),
-        },
+        (
+            Target::Absolute {
+                scheme, authority, ..
+            },
+            Mode::Reverse { host, port },
+        ) => {
+            // A gateway for an http origin: another scheme is not for it.
+            if !scheme.eq_ignore_ascii_case("http") {
+                return Err(bad_request());
+            }
+            Destination {
+                host,
+                port: *port,
+                authority: Cow::Borrowed(authority),
+                path_and_query: path_and_query(head.target(), authority),
+            }
+        }
         (Target::Authority(_), Mode::Reverse { .. }) => {
             return Err(ExchangeError::policy(Status::METHOD_NOT_ALLOWED));
         }
@@ -255,6 +266,23 @@ mod tests {
         assert_eq!(
             (error.side, error.status),
             (Side::Policy, Status::METHOD_NOT_ALLOWED)
+        );
+        // Absolute-form to a reverse proxy: its authority is the Host; only http.
+        assert_eq!(
+            routed(
+                &reverse,
+                false,
+                "GET http://site.test/y HTTP/1.1\r\nHost: other\r\n\r\n"
+            ),
+            Ok("10.0.0.1:8080 site.test /y".to_owned())
+        );
+        assert_eq!(
+            routed(
+                &reverse,
+                false,
+                "GET ftp://site.test/y HTTP/1.1\r\nHost: site.test\r\n\r\n"
+            ),
+            Err(ExchangeError::client(Status::BAD_REQUEST))
         );
     }
 

@@ -15,10 +15,12 @@
 //! its subcommand in the CLI.
 
 mod config;
+mod draining;
 mod listeners;
 mod running;
 
 pub use config::RuntimeConfig;
-pub use running::{Running, Service, StopHandle, WorkerSeat};
+pub use draining::Draining;
+pub use running::{Running, Seated, Service, StopHandle, WorkerSeat};
 
 pub use crate::spawn::WorkerLoop;

@@ -36,6 +36,15 @@ pub struct WorkerSeat {
     pub access_log: Option<Arc<File>>,
 }
 
+/// A worker's seat and its service's configuration: what most services' workers start
+/// from (`Seated<WanConfig>`, `Seated<SimulatorConfig>`).
+pub struct Seated<C> {
+    /// What the runtime gives every worker.
+    pub seat: WorkerSeat,
+    /// The service's configuration.
+    pub config: Arc<C>,
+}
+
 /// A service the runtime can run: the origin server, the proxy, next the WAN relay.
 pub trait Service: Send + Sync + 'static {
     /// What runs on each worker thread.

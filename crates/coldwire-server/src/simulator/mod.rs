@@ -105,22 +105,19 @@ impl Service for SimulatorService {
 
     fn worker(&self, seat: WorkerSeat) -> SimulatorWorkerContext {
         SimulatorWorkerContext {
-            index: seat.index,
+            seat,
             config: self.config.clone(),
-            listener: seat.listener,
-            stats: seat.stats,
-            stop: seat.stop,
         }
     }
 }
 
 impl WorkerLoop for SimulatorWorkerContext {
     fn thread_name(&self) -> String {
-        format!("coldwire-origin-{}", self.index)
+        format!("coldwire-origin-{}", self.seat.index)
     }
 
     fn pin(&self) -> Option<usize> {
-        self.config.runtime.pin_workers.then_some(self.index)
+        self.config.runtime.pin_workers.then_some(self.seat.index)
     }
 
     fn run<D: Driver>(self, driver: D) -> std::io::Result<()> {

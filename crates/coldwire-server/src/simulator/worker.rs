@@ -13,36 +13,24 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use coldwire_http::{
     BodyFraming, ChunkedDecoder, DateCache, Method, Parsed, Version, connection_header,
     format_http_date, parse_request,
 };
-use coldwire_io::{Buffer, Chunk, Completion, ConnectionId, Driver, ListenerId};
+use coldwire_io::{Buffer, Chunk, Completion, ConnectionId, Driver};
 use coldwire_workload::draws::Sequence;
 
 use super::SimulatorConfig;
 use super::answer::{Answer, answer};
+use crate::runtime::{Draining, Seated};
 use crate::session::append_input;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
-/// What a simulator worker needs from the runtime.
-pub struct SimulatorWorkerContext {
-    /// Worker index (stats slot, CPU to pin to, think-time seed).
-    pub index: usize,
-    /// Shared configuration.
-    pub config: Arc<SimulatorConfig>,
-    /// This worker's listening socket.
-    pub listener: TcpListener,
-    /// Shared statistics.
-    pub stats: Arc<Stats>,
-    /// Set when the simulator should stop.
-    pub stop: Arc<AtomicBool>,
-}
+/// What a simulator worker starts from: its seat and the simulator's configuration.
+pub type SimulatorWorkerContext = Seated<SimulatorConfig>;
 
 /// Most answers held (in think time) per connection before its requests are no longer read.
 const MAX_HELD: usize = 64;
@@ -72,8 +60,7 @@ struct Simulator<D: Driver> {
     counters: RequestCounters,
     stats: Arc<Stats>,
     index: usize,
-    stop: Arc<AtomicBool>,
-    listener: Option<ListenerId>,
+    draining: Draining,
     open: usize,
 }
 
@@ -82,18 +69,19 @@ pub fn run_simulator_worker<D: Driver>(
     mut driver: D,
     context: SimulatorWorkerContext,
 ) -> io::Result<()> {
-    let listener = driver.listen(context.listener)?;
+    let seat = context.seat;
+    let listener = driver.listen(seat.listener)?;
+    let grace = context.config.runtime.shutdown_grace;
     let mut simulator = Simulator {
         driver,
-        think: Sequence::new(context.config.seed ^ (context.index as u64 + 1) << 32),
+        think: Sequence::new(context.config.seed ^ (seat.index as u64 + 1) << 32),
         config: context.config,
         connections: Vec::new(),
         date: DateCache::new(SystemTime::now()),
         counters: RequestCounters::default(),
-        stats: context.stats,
-        index: context.index,
-        stop: context.stop,
-        listener: Some(listener),
+        stats: seat.stats,
+        index: seat.index,
+        draining: Draining::new(seat.stop, grace, listener),
         open: 0,
     };
     simulator.run()
@@ -101,21 +89,14 @@ pub fn run_simulator_worker<D: Driver>(
 
 impl<D: Driver> Simulator<D> {
     fn run(&mut self) -> io::Result<()> {
-        let mut drain_deadline: Option<Instant> = None;
         loop {
-            let timeout = drain_deadline
-                .map(|deadline| deadline.saturating_duration_since(self.driver.now()));
+            let timeout = self.draining.timeout(self.driver.now());
             self.driver.wait(timeout)?;
             self.date.update(SystemTime::now());
             while let Some(completion) = self.driver.next_completion() {
                 self.handle(completion);
             }
-            if drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
-                if let Some(listener) = self.listener.take() {
-                    self.driver.close_listener(listener);
-                }
-                drain_deadline = Some(self.driver.now() + self.config.runtime.shutdown_grace);
-            }
+            let done = self.draining.after_turn(&mut self.driver, self.open);
             self.stats.publish(
                 self.index,
                 WorkerSnapshot {
@@ -123,9 +104,7 @@ impl<D: Driver> Simulator<D> {
                     http: self.counters,
                 },
             );
-            if let Some(deadline) = drain_deadline
-                && (self.open == 0 || self.driver.now() >= deadline)
-            {
+            if done {
                 for index in 0..self.connections.len() {
                     if let Some(connection) = self.connections.get_mut(index).and_then(Option::take)
                     {
@@ -165,7 +144,7 @@ impl<D: Driver> Simulator<D> {
     fn handle(&mut self, completion: Completion) {
         match completion {
             Completion::Accepted { connection, .. } => {
-                if self.listener.is_none() {
+                if !self.draining.accepting() {
                     self.driver.close(connection);
                     return;
                 }

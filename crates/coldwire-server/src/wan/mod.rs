@@ -96,22 +96,19 @@ impl Service for WanService {
 
     fn worker(&self, seat: WorkerSeat) -> RelayWorkerContext {
         RelayWorkerContext {
-            index: seat.index,
+            seat,
             config: self.config.clone(),
-            listener: seat.listener,
-            stats: seat.stats,
-            stop: seat.stop,
         }
     }
 }
 
 impl WorkerLoop for RelayWorkerContext {
     fn thread_name(&self) -> String {
-        format!("coldwire-wan-{}", self.index)
+        format!("coldwire-wan-{}", self.seat.index)
     }
 
     fn pin(&self) -> Option<usize> {
-        self.config.runtime.pin_workers.then_some(self.index)
+        self.config.runtime.pin_workers.then_some(self.seat.index)
     }
 
     fn run<D: Driver>(self, driver: D) -> std::io::Result<()> {

@@ -13,30 +13,18 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use coldwire_io::{Chunk, Completion, ConnectionId, Driver, ListenerId};
+use coldwire_io::{Chunk, Completion, ConnectionId, Driver};
 
 use super::WanConfig;
 use super::path::{Draws, PathState, SharedLink};
+use crate::runtime::{Draining, Seated};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
-/// What a relay worker needs from the runtime.
-pub struct RelayWorkerContext {
-    /// Worker index (stats slot, CPU to pin to, draws' seed).
-    pub index: usize,
-    /// Shared configuration.
-    pub config: Arc<WanConfig>,
-    /// This worker's listening socket.
-    pub listener: TcpListener,
-    /// Shared statistics.
-    pub stats: Arc<Stats>,
-    /// Set when the relay should stop.
-    pub stop: Arc<AtomicBool>,
-}
+/// What a relay worker starts from: its seat and the relay's configuration.
+pub type RelayWorkerContext = Seated<WanConfig>;
 
 /// Bytes (or the end of the stream) waiting for their time.
 struct Piece {
@@ -93,26 +81,25 @@ struct Relay<D: Driver> {
     counters: RequestCounters,
     stats: Arc<Stats>,
     index: usize,
-    stop: Arc<AtomicBool>,
-    listener: Option<ListenerId>,
+    draining: Draining,
     open: usize,
 }
 
 /// Runs a relay worker until it is stopped (open connections are cut after the grace).
 pub fn run_relay_worker<D: Driver>(mut driver: D, context: RelayWorkerContext) -> io::Result<()> {
-    let listener = driver.listen(context.listener)?;
+    let seat = context.seat;
+    let listener = driver.listen(seat.listener)?;
     let config = context.config;
     let mut relay = Relay {
         driver,
         up_link: SharedLink::new(config.aggregate_bits_per_second),
         down_link: SharedLink::new(config.aggregate_bits_per_second),
-        draws: Draws::new(config.seed ^ (context.index as u64 + 1).wrapping_mul(0x9e37)),
+        draws: Draws::new(config.seed ^ (seat.index as u64 + 1).wrapping_mul(0x9e37)),
         slots: Vec::new(),
         counters: RequestCounters::default(),
-        stats: context.stats,
-        index: context.index,
-        stop: context.stop,
-        listener: Some(listener),
+        stats: seat.stats,
+        index: seat.index,
+        draining: Draining::new(seat.stop, config.runtime.shutdown_grace, listener),
         open: 0,
         config,
     };
@@ -121,24 +108,15 @@ pub fn run_relay_worker<D: Driver>(mut driver: D, context: RelayWorkerContext) -
 
 impl<D: Driver> Relay<D> {
     fn run(&mut self) -> io::Result<()> {
-        let mut drain_deadline = None;
         loop {
-            let timeout = drain_deadline
-                .map(|deadline: Instant| deadline.saturating_duration_since(self.driver.now()));
+            let timeout = self.draining.timeout(self.driver.now());
             self.driver.wait(timeout)?;
             while let Some(completion) = self.driver.next_completion() {
                 self.handle(completion);
             }
-            if drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
-                if let Some(listener) = self.listener.take() {
-                    self.driver.close_listener(listener);
-                }
-                drain_deadline = Some(self.driver.now() + self.config.runtime.shutdown_grace);
-            }
+            let done = self.draining.after_turn(&mut self.driver, self.open);
             self.publish();
-            if let Some(deadline) = drain_deadline
-                && (self.open == 0 || self.driver.now() >= deadline)
-            {
+            if done {
                 for index in 0..self.slots.len() {
                     if let Some(Some(Slot::Client(pair))) =
                         self.slots.get_mut(index).map(Option::take)
@@ -289,7 +267,7 @@ impl<D: Driver> Relay<D> {
     }
 
     fn accepted(&mut self, client: ConnectionId) {
-        if self.listener.is_none() {
+        if !self.draining.accepting() {
             self.driver.close(client);
             return;
         }
