@@ -6,7 +6,8 @@
 //! a stored response whose `ETag`, `Last-Modified` and `Date` are the values of the request's
 //! own `X-Stored-ETag`, `X-Stored-Last-Modified` and `X-Stored-Date` fields (values that
 //! passed the parser, as a stored response's did). The head is parsed with `parse_request`;
-//! a request the proxy forwards (the routing of `proxy/client.rs::route` is mirrored below:
+//! a request the proxy forwards (the decisions of `proxy/route.rs::route` are mirrored below, with the proxy's own
+//! `split_authority` and `path_and_query`:
 //! loops, CONNECT, origin-form to a forward proxy, non-`http` schemes and bad authorities
 //! are not forwarded) is written as the proxy writes it.
 //!
@@ -39,6 +40,7 @@ use coldwire_http::{
     parse_request, parse_target,
 };
 use coldwire_server::proxy::head::{connection_names_framing, via_hops, write_upstream_request};
+use coldwire_server::proxy::{path_and_query, split_authority};
 use libfuzzer_sys::fuzz_target;
 use std::borrow::Cow;
 use std::time::UNIX_EPOCH;
@@ -46,39 +48,6 @@ use std::time::UNIX_EPOCH;
 const VIA_NAME: &str = "coldwire";
 const REVERSE_HOST: &str = "origin.test";
 const REVERSE_PORT: u16 = 8080;
-
-/// `proxy/route.rs::split_authority` (private there).
-fn split_authority(authority: &str, default: u16) -> Option<(&str, u16)> {
-    if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        let port = match after.strip_prefix(':') {
-            Some(port) => port.parse().ok()?,
-            None if after.is_empty() => default,
-            None => return None,
-        };
-        return Some((host, port));
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) => Some((host, port.parse().ok()?)),
-        None => Some((authority, default)),
-    }
-    .filter(|(host, _)| !host.is_empty())
-}
-
-/// `proxy/route.rs::path_and_query` (private there).
-fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
-    let after_scheme = target.find("//").map_or(0, |at| at + 2);
-    let start = after_scheme + authority.len();
-    let rest = target.get(start..).unwrap_or("/");
-    let rest = rest.split('#').next().unwrap_or("");
-    if rest.starts_with('/') {
-        Cow::Borrowed(rest)
-    } else if rest.starts_with('?') {
-        Cow::Owned(format!("/{rest}"))
-    } else {
-        Cow::Borrowed("/")
-    }
-}
 
 /// The `Host` value and origin-form target the proxy sends, as `proxy/route.rs::route`
 /// decides them; `None` for a request it does not forward (refused, a loop, CONNECT,

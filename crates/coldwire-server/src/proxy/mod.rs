@@ -61,4 +61,5 @@ mod tests;
 pub use acl::{Acl, Cidr};
 pub use config::{DataPath, Mode, ProxyConfig};
 pub use policy::ConnectPorts;
+pub use route::{path_and_query, split_authority};
 pub use server::RunningProxy;

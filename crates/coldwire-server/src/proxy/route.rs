@@ -134,7 +134,7 @@ pub(super) fn route<'a>(
 }
 
 /// Splits `host[:port]` (IPv6 literals in brackets), with `default` when no port.
-pub(super) fn split_authority(authority: &str, default: u16) -> Option<(&str, u16)> {
+pub fn split_authority(authority: &str, default: u16) -> Option<(&str, u16)> {
     if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
         let port = match after.strip_prefix(':') {
@@ -154,7 +154,7 @@ pub(super) fn split_authority(authority: &str, default: u16) -> Option<(&str, u1
 /// The origin-form target of an absolute-form request: what follows the authority, without
 /// a fragment; an empty path becomes `/` and keeps its query (`http://h?q` → `/?q`, RFC
 /// 9112 §3.2.1), the only case that needs a new string.
-fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
+pub fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
     let after_scheme = target.find("//").map_or(0, |at| at + 2);
     let start = after_scheme + authority.len();
     let rest = target.get(start..).unwrap_or("/");
