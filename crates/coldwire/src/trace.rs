@@ -59,8 +59,8 @@ pub struct StatsArgs {
 
 /// Reads and parses a trace file, telling on stderr what was skipped.
 pub fn read_trace(path: &Path, format: Option<TraceFormat>) -> anyhow::Result<Trace> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read the trace {}", path.display()))?;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read the trace {}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
     let trace = parse_trace(&text, format);
     if trace.malformed > 0 {
@@ -82,13 +82,20 @@ pub fn run(arguments: TraceArgs) -> anyhow::Result<()> {
         TraceCommand::Generate(arguments) => {
             let shape = Shape::named(&arguments.shape)
                 .with_context(|| format!("unknown shape {:?}", arguments.shape))?;
-            let text = generate(shape, arguments.requests.unwrap_or(shape.requests), arguments.seed);
+            let text = generate(
+                shape,
+                arguments.requests.unwrap_or(shape.requests),
+                arguments.seed,
+            );
             if arguments.out.as_os_str() == "-" {
                 // A closed pipe (`| head`) ends the output, not the process.
                 let _ = std::io::stdout().lock().write_all(text.as_bytes());
             } else {
                 std::fs::write(&arguments.out, text).with_context(|| {
-                    format!("cannot write {} — does its directory exist?", arguments.out.display())
+                    format!(
+                        "cannot write {} — does its directory exist?",
+                        arguments.out.display()
+                    )
                 })?;
             }
             Ok(())

@@ -28,6 +28,7 @@ pub fn path_id(path: &str) -> u64 {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Catalogue {
     objects: HashMap<String, (TraceObject, bool)>,
+    first_time_ms: i64,
 }
 
 impl Catalogue {
@@ -54,7 +55,20 @@ impl Catalogue {
                 (false, true) => {}
             }
         }
-        Catalogue { objects }
+        Catalogue {
+            objects,
+            first_time_ms: records
+                .iter()
+                .map(|record| record.time_ms)
+                .min()
+                .unwrap_or(0),
+        }
+    }
+
+    /// The trace's first timestamp, milliseconds since the epoch (the objects'
+    /// `Last-Modified`).
+    pub fn first_time_ms(&self) -> i64 {
+        self.first_time_ms
     }
 
     /// The object at `path` (a request target's path and query), if the trace names it.
