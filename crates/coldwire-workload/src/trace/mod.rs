@@ -1,7 +1,8 @@
 //! Web access logs as workloads: parsing Common Log Format (plain and combined) and Squid's
 //! native `access.log` ([`parse`]), the statistics of a trace ([`stats`]), the rule that
 //! splits a client's requests into persistent connections ([`connections`]), the objects a
-//! trace names with the sizes it logged ([`catalogue`]), and a seeded generator of
+//! trace names with the sizes it logged ([`catalogue`]), a trace as a replay plan
+//! ([`replay`]: clients, due times, connections), and a seeded generator of
 //! synthetic traces with the shape of well-known ones ([`generate`]).
 //!
 //! Pure: no sockets, no files (callers read the text). `coldwire origin --trace` serves a
@@ -14,6 +15,7 @@ mod clf;
 pub mod connections;
 pub mod generate;
 pub mod parse;
+pub mod replay;
 mod squid;
 pub mod stats;
 mod time;
@@ -21,6 +23,7 @@ mod time;
 pub use catalogue::{Catalogue, TraceObject};
 pub use connections::{ConnectionRule, split_connections};
 pub use parse::{Malformed, Trace, TraceFormat, parse_trace};
+pub use replay::{PlannedClient, PlannedRequest, ReplayPlan};
 pub use stats::TraceStats;
 
 /// One logged request.
