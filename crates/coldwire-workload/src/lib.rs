@@ -11,5 +11,5 @@ pub mod body;
 pub mod draws;
 pub mod objects;
 
-pub use body::{BODY_HEADER, body_hash, fill_body};
+pub use body::{BODY_HEADER, body_hash, fill_body, matching_prefix};
 pub use objects::{ContentKind, ContentMix, Object};
