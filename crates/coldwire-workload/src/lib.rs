@@ -13,5 +13,5 @@ pub mod draws;
 pub mod objects;
 pub mod trace;
 
-pub use body::{BODY_HEADER, body_hash, fill_body};
+pub use body::{BODY_HEADER, body_hash, fill_body, matching_prefix};
 pub use objects::{ContentKind, ContentMix, Object};
