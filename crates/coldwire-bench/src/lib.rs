@@ -15,7 +15,8 @@
 //!   entry in [`workload::WORKLOADS`].
 //! * **Populations** ([`population`]): users with their own connections and their own
 //!   sequence of requests (PolyMix robots, replayed trace clients), each response
-//!   classified hit or miss and its body verified.
+//!   classified hit or miss and its body verified. [`replay`] is one: an access log's
+//!   clients, each with its own address, connections and logged order and pace.
 //! * **Results** ([`report`], [`table`]): a versioned JSON document (`docs/bench-json.md`)
 //!   and a table for people; [`saturate`] steps the rate to find the knee.
 //!
@@ -28,6 +29,7 @@ pub mod population;
 pub mod proc_stats;
 pub mod quickstart;
 pub mod recorder;
+pub mod replay;
 pub mod report;
 pub mod response;
 pub mod run;
