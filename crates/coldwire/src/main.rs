@@ -7,6 +7,7 @@ mod cli;
 mod experiment;
 mod origin;
 mod proxy;
+mod replay;
 mod report;
 mod runtime_args;
 mod serve;
