@@ -212,7 +212,7 @@ b - - [01/Jul/1995:00:00:02 -0400] \"GET /three HTTP/1.0\" 200 3
                 "{client} - - [{}] \"GET {path} HTTP/1.0\" {status} {size}",
                 super::super::time::format_clf_time(seconds, -240)
             );
-            let record = clf::parse_line(&line).map_err(|e| TestCaseError::fail(e))?;
+            let record = clf::parse_line(&line).map_err(TestCaseError::fail)?;
             prop_assert_eq!(record.time_ms, seconds * 1000);
             prop_assert_eq!(record.client, client);
             prop_assert_eq!(record.url, path);

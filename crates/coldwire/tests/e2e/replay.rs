@@ -244,7 +244,7 @@ fn record_connection(mut stream: TcpStream, seen: &Seen, catalogue: &Catalogue) 
         let close = request
             .header("connection")
             .is_some_and(|value| value.eq_ignore_ascii_case("close"));
-        let mut response = match catalogue.get(&request.path) {
+        let response = match catalogue.get(&request.path) {
             Some(object) => {
                 let mut head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Coldwire-Object: id={:x}; v=0; size={}\r\n",
@@ -262,7 +262,7 @@ fn record_connection(mut stream: TcpStream, seen: &Seen, catalogue: &Catalogue) 
             }
             None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
         };
-        if stream.write_all(&mut response).is_err() || close {
+        if stream.write_all(&response).is_err() || close {
             break;
         }
     }
