@@ -21,7 +21,7 @@ use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
 use coldwire_server::system;
 use coldwire_workload::trace::{ReplayPlan, TraceFormat};
 
-use crate::bench::{Bar, BenchArgs, check_descriptors, finish, unix_seconds};
+use crate::bench::{Bar, BenchArgs, finish, unix_seconds};
 
 /// A late arrival is sent late, never skipped: a replay sends every logged request.
 const NEVER_SKIP: Duration = Duration::from_secs(24 * 3600);
@@ -93,7 +93,16 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     let connect_to = arguments.proxy.unwrap_or(server);
     let own_sources = connect_to.ip().is_loopback();
     let max_open = plan.clients.len().min(MAX_OPEN);
-    check_descriptors(max_open)?;
+    let limit = system::raise_open_files_limit().context("cannot read the open-files limit")?;
+    if (limit as usize) < max_open + 64 {
+        bail!(
+            "{} has {} clients and the replay may hold a connection for each: it needs about {} \
+             descriptors but the open-files limit is {limit} — raise the hard limit (ulimit -Hn)",
+            trace_path.display(),
+            plan.clients.len(),
+            max_open + 64
+        );
+    }
     let timeout = Duration::from_secs_f64(arguments.timeout);
     let logged_seconds = plan.logged_span.as_secs_f64();
     let logged_rate = if logged_seconds > 0.0 {
@@ -131,7 +140,7 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     let population_plan = PopulationPlan {
         name: "replay".into(),
         phases: vec![(
-            "replay".into(),
+            format!("{}x", plan.speedup),
             plan.replay_span() + timeout + Duration::from_secs(1),
         )],
         kind_names: vec!["get", "head"],
