@@ -13,6 +13,10 @@
 //! * **Workloads** ([`workload`]): what is asked for, behind the [`Workload`] trait — today
 //!   the weighted `--url` list ([`workload::urls`]); a new workload is one file and one
 //!   entry in [`workload::WORKLOADS`].
+//! * **Populations** ([`population`]): users with their own connections and their own
+//!   sequence of requests (PolyMix robots, replayed trace clients), each response
+//!   classified hit or miss and its body verified. [`replay`] is one: an access log's
+//!   clients, each with its own address, connections and logged order and pace.
 //! * **Results** ([`report`], [`table`]): a versioned JSON document (`docs/bench-json.md`)
 //!   and a table for people; [`saturate`] steps the rate to find the knee.
 //!
@@ -21,9 +25,11 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod population;
 pub mod proc_stats;
 pub mod quickstart;
 pub mod recorder;
+pub mod replay;
 pub mod report;
 pub mod response;
 pub mod run;

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// The highest latency recorded exactly: one hour, in nanoseconds (longer ones saturate).
-const HIGHEST_NANOSECONDS: u64 = 3_600_000_000_000;
+pub(crate) const HIGHEST_NANOSECONDS: u64 = 3_600_000_000_000;
 
 /// Failed requests by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -205,6 +205,11 @@ pub struct PhaseReport {
     pub generator: Option<GeneratorCost>,
     /// The server's own counters (with `--server-stats`).
     pub server_counters: Option<ServerCountersDelta>,
+    /// A population run's own figures (robots, replayed clients): hit and miss latency,
+    /// offered and measured hit ratios, integrity, connections over time. Absent for the
+    /// other modes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub population: Option<crate::population::PopulationPhase>,
 }
 
 impl PhaseReport {
@@ -253,6 +258,7 @@ impl PhaseReport {
             machine: None,
             generator: None,
             server_counters: None,
+            population: None,
         }
     }
 }
@@ -274,6 +280,10 @@ pub struct RunReport {
     pub saturation: Option<SaturationReport>,
     /// Problems met while measuring (e.g. the server's stats could not be read once).
     pub warnings: Vec<String>,
+    /// A population run's workload parameters (the PolyMix scenario as run). Absent for the
+    /// other modes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<serde_json::Value>,
 }
 
 /// The whole document.

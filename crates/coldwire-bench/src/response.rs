@@ -2,11 +2,15 @@
 //! arrives whole, which is the common case, else gathered in a small vector), then the body
 //! by its framing — `Content-Length`, chunked, or until the server closes.
 //!
+//! A reader may also show what it reads to an [`Inspect`]or — the head's fields and the
+//! body's bytes, as they arrive (decoded from chunks) — without keeping them: how the
+//! population engine classifies hits and verifies bodies (`crate::population`).
+//!
 //! Never panics on what the server sends: a malformed head, an over-long head, ambiguous
 //! framing or bytes beyond the response (nothing was asked for them) are
 //! [`ReadOutcome::Malformed`].
 
-use coldwire_http::{ChunkedDecoder, ResponseFraming, parse_response_head};
+use coldwire_http::{ChunkedDecoder, ResponseFraming, parse_response_head_with};
 
 /// Largest response head accepted.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
@@ -35,6 +39,23 @@ pub enum ReadOutcome {
     Malformed(&'static str),
 }
 
+/// Sees a response as it is read: its status and fields once, then its body's bytes in
+/// order (never the framing's).
+pub trait Inspect {
+    /// The head arrived: every field as sent (the status comes with the completion).
+    fn head(&mut self, fields: &[httparse::Header<'_>]);
+    /// Bytes of the body, in order.
+    fn body(&mut self, bytes: &[u8]);
+}
+
+/// An inspector that looks at nothing.
+pub struct NoInspect;
+
+impl Inspect for NoInspect {
+    fn head(&mut self, _fields: &[httparse::Header<'_>]) {}
+    fn body(&mut self, _bytes: &[u8]) {}
+}
+
 /// Reads one response at a time; [`ResponseReader::reset`] before the next request.
 #[derive(Debug)]
 pub struct ResponseReader {
@@ -44,6 +65,8 @@ pub struct ResponseReader {
     keep_alive: bool,
     /// Bytes received for this response (head and body).
     received: u64,
+    /// The request was `HEAD`: the response has no body whatever its fields say.
+    head_request: bool,
 }
 
 impl Default for ResponseReader {
@@ -61,11 +84,20 @@ impl ResponseReader {
             status: 0,
             keep_alive: false,
             received: 0,
+            head_request: false,
         }
+    }
+
+    /// Forgets the previous response and expects the answer to a `HEAD` request when
+    /// `head_request` (no body, whatever its `Content-Length`).
+    pub fn reset_for(&mut self, head_request: bool) {
+        self.reset();
+        self.head_request = head_request;
     }
 
     /// Forgets the previous response.
     pub fn reset(&mut self) {
+        self.head_request = false;
         self.partial_head.clear();
         self.state = State::Head;
         self.status = 0;
@@ -84,14 +116,21 @@ impl ResponseReader {
 
     /// Feeds bytes that arrived.
     pub fn feed(&mut self, input: &[u8]) -> ReadOutcome {
+        self.feed_with(input, &mut NoInspect)
+    }
+
+    /// Feeds bytes that arrived, showing the head and the body to `inspector`.
+    pub fn feed_with(&mut self, input: &[u8], inspector: &mut dyn Inspect) -> ReadOutcome {
         self.received += input.len() as u64;
+        let head_request = self.head_request;
         let body = match self.state {
             State::Head => {
+                let mut visit = |fields: &[httparse::Header<'_>]| inspector.head(fields);
                 let parsed = if self.partial_head.is_empty() {
-                    parse_response_head(input, false)
+                    parse_head(input, head_request, &mut visit)
                 } else {
                     self.partial_head.extend_from_slice(input);
-                    parse_response_head(&self.partial_head, false)
+                    parse_head(&self.partial_head, head_request, &mut visit)
                 };
                 match parsed {
                     Ok(None) => {
@@ -119,8 +158,8 @@ impl ResponseReader {
                             input.get(head.head_len..).unwrap_or_default()
                         } else {
                             let gathered = std::mem::take(&mut self.partial_head);
-                            let outcome =
-                                self.body(gathered.get(head.head_len..).unwrap_or_default());
+                            let outcome = self
+                                .body(gathered.get(head.head_len..).unwrap_or_default(), inspector);
                             self.partial_head = gathered;
                             self.partial_head.clear();
                             return outcome;
@@ -130,10 +169,10 @@ impl ResponseReader {
             }
             _ => input,
         };
-        self.body(body)
+        self.body(body, inspector)
     }
 
-    fn body(&mut self, input: &[u8]) -> ReadOutcome {
+    fn body(&mut self, input: &[u8], inspector: &mut dyn Inspect) -> ReadOutcome {
         match &mut self.state {
             State::Head => ReadOutcome::NeedMore,
             State::Length(remaining) => {
@@ -142,13 +181,16 @@ impl ResponseReader {
                     return ReadOutcome::Malformed("bytes beyond the response");
                 }
                 *remaining -= length;
+                if length > 0 {
+                    inspector.body(input);
+                }
                 if *remaining == 0 {
                     self.complete()
                 } else {
                     ReadOutcome::NeedMore
                 }
             }
-            State::Chunked(decoder) => match decoder.decode(input, |_| {}) {
+            State::Chunked(decoder) => match decoder.decode(input, |data| inspector.body(data)) {
                 Err(_) => ReadOutcome::Malformed("invalid chunked body"),
                 Ok(progress) if progress.done => {
                     if progress.consumed < input.len() {
@@ -159,7 +201,12 @@ impl ResponseReader {
                 }
                 Ok(_) => ReadOutcome::NeedMore,
             },
-            State::UntilClose => ReadOutcome::NeedMore,
+            State::UntilClose => {
+                if !input.is_empty() {
+                    inspector.body(input);
+                }
+                ReadOutcome::NeedMore
+            }
         }
     }
 
@@ -180,6 +227,15 @@ impl ResponseReader {
             _ => None,
         }
     }
+}
+
+/// Parses a response head, lending its fields to `visit` when complete.
+fn parse_head(
+    input: &[u8],
+    head_request: bool,
+    visit: &mut dyn FnMut(&[httparse::Header<'_>]),
+) -> Result<Option<coldwire_http::ResponseHead>, coldwire_http::HttpError> {
+    parse_response_head_with(input, head_request, |parts| visit(parts.fields))
 }
 
 #[cfg(test)]

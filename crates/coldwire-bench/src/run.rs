@@ -40,7 +40,7 @@ pub struct BenchPlan {
 
 /// Samples taken at one edge of a window.
 #[derive(Clone, Debug, Default)]
-struct Edge {
+pub(crate) struct Edge {
     server: Option<ProcessSample>,
     machine: Option<MachineSample>,
     generator: Option<ProcessSample>,
@@ -57,35 +57,37 @@ struct CostObserver<'a> {
 
 impl CostObserver<'_> {
     fn sample(&mut self) -> Edge {
-        let server = self
-            .watch
-            .pid
-            .and_then(|pid| match sample_process(pid, true) {
-                Ok(sample) => Some(sample),
-                Err(error) => {
-                    self.warnings.push(format!(
-                        "cannot read /proc/{pid}: {error} (did the server exit?)"
-                    ));
-                    None
-                }
-            });
-        let counters = self
-            .watch
-            .stats_url
-            .as_deref()
-            .and_then(|url| match read_counters(url) {
-                Ok(counters) => Some(counters),
-                Err(error) => {
-                    self.warnings.push(error.to_string());
-                    None
-                }
-            });
-        Edge {
-            server,
-            machine: sample_machine().ok(),
-            generator: sample_process(std::process::id(), false).ok(),
-            counters,
+        sample_edge(self.watch, &mut self.warnings)
+    }
+}
+
+/// Samples the server (`/proc`, its stats endpoint), the machine and the generator now;
+/// what cannot be read becomes a warning.
+pub(crate) fn sample_edge(watch: &ServerWatch, warnings: &mut Vec<String>) -> Edge {
+    let server = watch.pid.and_then(|pid| match sample_process(pid, true) {
+        Ok(sample) => Some(sample),
+        Err(error) => {
+            warnings.push(format!(
+                "cannot read /proc/{pid}: {error} (did the server exit?)"
+            ));
+            None
         }
+    });
+    let counters = watch
+        .stats_url
+        .as_deref()
+        .and_then(|url| match read_counters(url) {
+            Ok(counters) => Some(counters),
+            Err(error) => {
+                warnings.push(error.to_string());
+                None
+            }
+        });
+    Edge {
+        server,
+        machine: sample_machine().ok(),
+        generator: sample_process(std::process::id(), false).ok(),
+        counters,
     }
 }
 
@@ -114,7 +116,7 @@ fn per_request(seconds: f64, requests: u64) -> f64 {
 }
 
 /// Fills the cost sections of `report` from the two edges.
-fn fill_costs(report: &mut PhaseReport, start: &Edge, end: &Edge) {
+pub(crate) fn fill_costs(report: &mut PhaseReport, start: &Edge, end: &Edge) {
     if let (Some(before), Some(after)) = (&start.counters, &end.counters) {
         report.server_counters = Some(delta(before, after));
     }
@@ -253,5 +255,6 @@ pub fn run_benchmark<D: Driver>(
         phases,
         saturation,
         warnings,
+        scenario: None,
     })
 }

@@ -75,13 +75,39 @@ pub fn accept(listener: RawFd) -> io::Result<(RawFd, SocketAddr)> {
 /// Starts a non-blocking TCP connection (close-on-exec, `TCP_NODELAY`). Returns the
 /// descriptor and whether the connection is already established (loopback often is).
 pub fn connect(address: std::net::SocketAddr) -> io::Result<(RawFd, bool)> {
-    use std::os::fd::IntoRawFd;
+    connect_from(address, None)
+}
+
+/// [`connect`] from the local address `source` when given (bound before connecting, its
+/// port chosen at connect time with `IP_BIND_ADDRESS_NO_PORT`, so many connections from one
+/// address do not run out of ports early): how a load generator gives each of its users an
+/// address of its own (any of 127.0.0.0/8 works on loopback without setup).
+pub fn connect_from(
+    address: std::net::SocketAddr,
+    source: Option<std::net::IpAddr>,
+) -> io::Result<(RawFd, bool)> {
+    use std::os::fd::{AsRawFd, IntoRawFd};
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(address),
         socket2::Type::STREAM.nonblocking().cloexec(),
         Some(socket2::Protocol::TCP),
     )?;
     socket.set_tcp_nodelay(true)?;
+    if let Some(source) = source {
+        let enable: libc::c_int = 1;
+        // SAFETY: the descriptor is ours and open; the option value is a valid int for the
+        // call's duration. A kernel without the option refuses it: binding then still works.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&enable as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        socket.bind(&std::net::SocketAddr::new(source, 0).into())?;
+    }
     let established = match socket.connect(&address.into()) {
         Ok(()) => true,
         Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => false,

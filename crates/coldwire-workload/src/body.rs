@@ -29,6 +29,30 @@ pub fn fill_body(out: &mut Vec<u8>, id: u64, version: u64, offset: u64, len: u64
     }
 }
 
+/// How many of `bytes`, taken as bytes `offset..offset + bytes.len()` of the body of
+/// (`id`, `version`), match it from their start: `bytes.len()` when all do. For a client
+/// that checks a body piece by piece as it arrives, without a copy of its own.
+pub fn matching_prefix(id: u64, version: u64, offset: u64, bytes: &[u8]) -> usize {
+    let mut checked = 0;
+    while checked < bytes.len() {
+        let position = offset + checked as u64;
+        let within = (position % 8) as usize;
+        let expected = word(id, version, position / 8);
+        let take = (8 - within).min(bytes.len() - checked);
+        let got = &bytes[checked..checked + take];
+        if got != &expected[within..within + take] {
+            let same = got
+                .iter()
+                .zip(&expected[within..])
+                .take_while(|(a, b)| a == b)
+                .count();
+            return checked + same;
+        }
+        checked += take;
+    }
+    checked
+}
+
 /// FNV-1a over the whole body (for a quick whole-body check).
 pub fn body_hash(id: u64, version: u64, size: u64) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
@@ -60,6 +84,18 @@ mod tests {
         }
         assert_eq!(whole, pieces);
         assert_eq!(whole.len(), 1000);
+    }
+
+    #[test]
+    fn pieces_of_a_body_match_and_a_changed_byte_is_found() {
+        let mut body = Vec::new();
+        fill_body(&mut body, 7, 2, 0, 1000);
+        assert_eq!(matching_prefix(7, 2, 0, &body), 1000);
+        assert_eq!(matching_prefix(7, 2, 13, &body[13..500]), 487);
+        assert_eq!(matching_prefix(7, 3, 0, &body), 0);
+        body[321] ^= 1;
+        assert_eq!(matching_prefix(7, 2, 0, &body), 321);
+        assert_eq!(matching_prefix(7, 2, 300, &body[300..400]), 21);
     }
 
     #[test]

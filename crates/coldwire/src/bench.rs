@@ -130,6 +130,47 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Replay this access log (Common Log Format or Squid native) against the server
+    /// --url names: each logged client from its own address, with its own persistent
+    /// connections, its requests in logged order at the logged times (docs/replay.md).
+    #[arg(long, value_name = "FILE", help_heading = "Trace replay")]
+    pub replay: Option<PathBuf>,
+    /// Replay this many times faster than logged (1: the original pace).
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "N",
+        requires = "replay",
+        help_heading = "Trace replay"
+    )]
+    pub speedup: f64,
+    /// The --replay file's format, `clf` or `squid` (default: detected).
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        requires = "replay",
+        help_heading = "Trace replay"
+    )]
+    pub replay_format: Option<coldwire_workload::trace::TraceFormat>,
+    /// A client's request logged more than this many seconds after its previous one goes
+    /// on a new connection (a server's keep-alive timeout would have closed the old one).
+    #[arg(
+        long,
+        default_value_t = 15.0,
+        value_name = "SECONDS",
+        requires = "replay",
+        help_heading = "Trace replay"
+    )]
+    pub replay_idle_gap: f64,
+    /// Requests per replayed connection at most (0: no limit).
+    #[arg(
+        long,
+        default_value_t = 100,
+        value_name = "N",
+        requires = "replay",
+        help_heading = "Trace replay"
+    )]
+    pub replay_max_requests: u64,
 }
 
 fn parse_rate(text: &str) -> Result<Rate, String> {
@@ -327,6 +368,9 @@ pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Resul
 /// Runs `coldwire bench`.
 pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let stop = stop_on_signal();
+    if let Some(trace) = &arguments.replay {
+        return crate::replay::run(&arguments, trace, &stop);
+    }
     if arguments.urls.is_empty() {
         if arguments.spawn.is_some() || arguments.server_pid.is_some() || arguments.proxy.is_some()
         {

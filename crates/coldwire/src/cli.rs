@@ -40,6 +40,9 @@ pub enum Command {
     Experiment(crate::experiment::ExperimentArgs),
     /// Build a self-contained HTML report from experiment result directories.
     Report(crate::report::ReportArgs),
+    /// Access-log traces: generate a synthetic one (NASA-like, WorldCup98-like) or print
+    /// a log's statistics (for `coldwire origin --trace` and `coldwire bench --replay`).
+    Trace(crate::trace::TraceArgs),
 }
 
 /// `coldwire serve`.

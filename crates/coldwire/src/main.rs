@@ -7,9 +7,11 @@ mod cli;
 mod experiment;
 mod origin;
 mod proxy;
+mod replay;
 mod report;
 mod runtime_args;
 mod serve;
+mod trace;
 mod wan;
 
 use clap::Parser;
@@ -41,6 +43,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Bench(bench) => bench::run(bench),
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),
+        cli::Command::Trace(trace) => trace::run(trace),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,8 +1,10 @@
 //! `coldwire origin`: builds a [`SimulatorConfig`] from the flags, starts the origin
 //! simulator, prints where it listens (stdout, for scripts), and stops it on SIGINT or
-//! SIGTERM.
+//! SIGTERM. With `--trace FILE` it serves the objects of an access log instead.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -10,6 +12,7 @@ use clap::Args;
 use coldwire_server::simulator::{RunningSimulator, SimulatorConfig, ThinkTime};
 use coldwire_server::system;
 use coldwire_workload::ContentMix;
+use coldwire_workload::trace::{Catalogue, TraceFormat};
 
 use crate::runtime_args::{RuntimeArgs, parse_duration};
 use crate::wan::parse_bytes;
@@ -27,6 +30,14 @@ pub struct OriginArgs {
     /// Standard deviation of the think time (normal, never below zero; PolyMix-4: 1s).
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
     pub think_sd: Duration,
+    /// Serve the objects of this access log (Common Log Format or Squid native) instead of
+    /// the mix: each logged path with the size it logged, 404 for any other path
+    /// (docs/replay.md). Think time still applies (`--think 0` to replay a trace's pace).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The --trace file's format (`clf` or `squid`); detected when not given.
+    #[arg(long, value_name = "FORMAT", requires = "trace")]
+    pub trace_format: Option<TraceFormat>,
     /// Seed of the objects (the robots must use the same) and of the think times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -59,20 +70,35 @@ fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
         config.think = ThinkTime::NONE;
     }
     config.seed = arguments.seed;
+    if let Some(path) = &arguments.trace {
+        let trace = crate::trace::read_trace(path, arguments.trace_format)?;
+        let catalogue = Catalogue::from_records(&trace.records);
+        if catalogue.is_empty() {
+            anyhow::bail!(
+                "{} names no object (every record has an error status) — nothing to serve",
+                path.display()
+            );
+        }
+        config.trace = Some(Arc::new(catalogue));
+    }
     Ok(config)
 }
 
 /// Runs the simulator until a termination signal.
 pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
     let config = config(arguments)?;
+    let objects = match &config.trace {
+        Some(catalogue) => format!(
+            "{} trace objects, {:.1} MB in all",
+            catalogue.len(),
+            catalogue.total_bytes() as f64 / 1e6
+        ),
+        None => format!("mean object {:.1} KB", config.mix.mean_size() / 1024.0),
+    };
     let summary = format!(
-        "coldwire origin: mean object {:.1} KB, think {:?} ± {:?}, backend {}, {} worker(s); \
+        "coldwire origin: {objects}, think {:?} ± {:?}, backend {}, {} worker(s); \
          Ctrl-C stops",
-        config.mix.mean_size() / 1024.0,
-        config.think.mean,
-        config.think.sd,
-        config.runtime.backend,
-        config.runtime.workers,
+        config.think.mean, config.think.sd, config.runtime.backend, config.runtime.workers,
     );
     let origin = RunningSimulator::start(config).context("coldwire origin could not start")?;
     coldwire_server::errln!("{summary}");

@@ -29,7 +29,7 @@
 
 use std::fs::File;
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -227,6 +227,11 @@ pub trait Driver {
     /// at once only for local errors (no descriptors); refusals and timeouts come as
     /// `Failed`. Counts towards the connection limit.
     fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId>;
+
+    /// [`Driver::connect`] from the local address `source` (bound before connecting): a
+    /// load generator's users each with an address of their own. A bind failure (an
+    /// address not on this host) fails at once.
+    fn connect_from(&mut self, address: SocketAddr, source: IpAddr) -> io::Result<ConnectionId>;
 
     /// Stops accepting on a listener and closes it (graceful shutdown).
     fn close_listener(&mut self, listener: ListenerId);

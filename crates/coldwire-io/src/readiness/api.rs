@@ -3,7 +3,7 @@
 //! against the slot's generation, so a call for a closed connection does nothing.
 
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::IntoRawFd;
 use std::time::{Duration, Instant};
 
@@ -49,27 +49,11 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     }
 
     fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId> {
-        if self.connections.len() >= self.config.max_connections {
-            return Err(io::Error::other(
-                "connection limit reached (DriverConfig::max_connections)",
-            ));
-        }
-        self.counters.connect_calls += 1;
-        let (fd, established) = sys::connect(address)?;
-        let (flags, interest) = match (established, P::EDGE_TRIGGERED) {
-            (_, true) => (
-                if established { MAY_WRITE } else { CONNECTING },
-                Interest::BOTH,
-            ),
-            (true, false) => (MAY_WRITE, Interest::NONE),
-            (false, false) => (CONNECTING, Interest::WRITABLE),
-        };
-        let id = self.open_connection(fd, flags, interest)?;
-        if established {
-            self.completions
-                .push_back(Completion::Connected { connection: id });
-        }
-        Ok(id)
+        self.connect_socket(address, None)
+    }
+
+    fn connect_from(&mut self, address: SocketAddr, source: IpAddr) -> io::Result<ConnectionId> {
+        self.connect_socket(address, Some(source))
     }
 
     fn close_listener(&mut self, listener: ListenerId) {
@@ -261,5 +245,36 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
 
     fn waker(&self) -> Waker {
         self.waker.clone()
+    }
+}
+
+/// The connect shared by [`Driver::connect`] and [`Driver::connect_from`].
+impl<P: Poller> ReadinessDriver<P> {
+    fn connect_socket(
+        &mut self,
+        address: SocketAddr,
+        source: Option<IpAddr>,
+    ) -> io::Result<ConnectionId> {
+        if self.connections.len() >= self.config.max_connections {
+            return Err(io::Error::other(
+                "connection limit reached (DriverConfig::max_connections)",
+            ));
+        }
+        self.counters.connect_calls += 1;
+        let (fd, established) = sys::connect_from(address, source)?;
+        let (flags, interest) = match (established, P::EDGE_TRIGGERED) {
+            (_, true) => (
+                if established { MAY_WRITE } else { CONNECTING },
+                Interest::BOTH,
+            ),
+            (true, false) => (MAY_WRITE, Interest::NONE),
+            (false, false) => (CONNECTING, Interest::WRITABLE),
+        };
+        let id = self.open_connection(fd, flags, interest)?;
+        if established {
+            self.completions
+                .push_back(Completion::Connected { connection: id });
+        }
+        Ok(id)
     }
 }

@@ -2,7 +2,7 @@
 //! (`driver.rs`, `accept.rs`, `receive.rs`, `send.rs`, `close.rs`).
 
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::IntoRawFd;
 use std::time::{Duration, Instant};
 
@@ -44,30 +44,11 @@ impl Driver for UringDriver {
     }
 
     fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId> {
-        if self.connections.len() >= self.config.max_connections {
-            return Err(io::Error::other(
-                "connection limit reached (DriverConfig::max_connections)",
-            ));
-        }
-        self.counters.connect_calls += 1;
-        let (fd, established) = sys::connect(address)?;
-        let flags = if established { 0 } else { CONNECTING };
-        if established {
-            set_blocking(fd);
-        }
-        let id = self
-            .open_connection(fd, flags)
-            .ok_or_else(|| io::Error::other("no free connection slot"))?;
-        if established {
-            self.completions
-                .push_back(Completion::Connected { connection: id });
-        } else {
-            let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
-                .build()
-                .user_data(user_data(Kind::Connect, id.index(), id.generation));
-            self.push_plain(entry);
-        }
-        Ok(id)
+        self.connect_socket(address, None)
+    }
+
+    fn connect_from(&mut self, address: SocketAddr, source: IpAddr) -> io::Result<ConnectionId> {
+        self.connect_socket(address, Some(source))
     }
 
     fn close_listener(&mut self, listener: ListenerId) {
@@ -349,5 +330,39 @@ impl Driver for UringDriver {
 
     fn waker(&self) -> Waker {
         self.waker.clone()
+    }
+}
+
+/// The connect shared by [`Driver::connect`] and [`Driver::connect_from`].
+impl UringDriver {
+    fn connect_socket(
+        &mut self,
+        address: SocketAddr,
+        source: Option<IpAddr>,
+    ) -> io::Result<ConnectionId> {
+        if self.connections.len() >= self.config.max_connections {
+            return Err(io::Error::other(
+                "connection limit reached (DriverConfig::max_connections)",
+            ));
+        }
+        self.counters.connect_calls += 1;
+        let (fd, established) = sys::connect_from(address, source)?;
+        let flags = if established { 0 } else { CONNECTING };
+        if established {
+            set_blocking(fd);
+        }
+        let id = self
+            .open_connection(fd, flags)
+            .ok_or_else(|| io::Error::other("no free connection slot"))?;
+        if established {
+            self.completions
+                .push_back(Completion::Connected { connection: id });
+        } else {
+            let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
+                .build()
+                .user_data(user_data(Kind::Connect, id.index(), id.generation));
+            self.push_plain(entry);
+        }
+        Ok(id)
     }
 }

@@ -3,11 +3,13 @@
 //! content mix (`coldwire_workload`: PolyMix-4 by default — kinds, sizes, cachability, life
 //! cycles with truthful expiry), a body generated from the id (verifiable byte for byte),
 //! `304`s for current validators, and a server think time (PolyMix-4: normal, mean 2.5 s,
-//! sd 1 s) held in a per-connection queue, not a thread. No files, no state.
+//! sd 1 s) held in a per-connection queue, not a thread. No files, no state. Or, with a
+//! trace ([`SimulatorConfig::trace`]), every path the trace logged with the size it logged.
 //!
 //! A runtime [`Service`] like the others: any backend, workers, `--admin`, graceful stop.
 
 mod answer;
+mod trace_answer;
 mod worker;
 
 use std::net::SocketAddr;
@@ -16,11 +18,13 @@ use std::time::Duration;
 
 use coldwire_io::Driver;
 use coldwire_workload::ContentMix;
+use coldwire_workload::trace::Catalogue;
 
 use crate::error::ServerError;
 use crate::runtime::{Running, RuntimeConfig, Service, WorkerSeat};
 use crate::spawn::WorkerLoop;
 pub use answer::object_id;
+pub use trace_answer::TRACE_MAX_AGE;
 use worker::{SimulatorWorkerContext, run_simulator_worker};
 
 /// The server's think time: a normal draw, never below zero.
@@ -53,6 +57,9 @@ pub struct SimulatorConfig {
     pub runtime: RuntimeConfig,
     /// The objects served.
     pub mix: ContentMix,
+    /// Serve a trace's objects instead of the mix's (`--trace`): each logged path with its
+    /// logged size, 404 for any other path.
+    pub trace: Option<Arc<Catalogue>>,
     /// The think time before each answer.
     pub think: ThinkTime,
     /// Seed of the think-time draws (worker `i` derives its own).
@@ -65,6 +72,7 @@ impl SimulatorConfig {
         SimulatorConfig {
             runtime: RuntimeConfig::new(listen),
             mix: ContentMix::polymix4(1),
+            trace: None,
             think: ThinkTime::POLYMIX4,
             seed: 1,
         }

@@ -25,6 +25,7 @@ use coldwire_workload::draws::Sequence;
 
 use super::SimulatorConfig;
 use super::answer::{Answer, answer};
+use super::trace_answer::trace_answer;
 use crate::runtime::{Draining, Seated};
 use crate::session::append_input;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
@@ -221,12 +222,15 @@ impl<D: Driver> Simulator<D> {
                             BodyFraming::Length(length) => BodyLeft::Length(length),
                             BodyFraming::Chunked => BodyLeft::Chunked(Box::default()),
                         };
-                        let answer = answer(
-                            &self.config.mix,
-                            &head,
-                            SystemTime::now(),
-                            self.date.bytes(),
-                        );
+                        let answer = match &self.config.trace {
+                            Some(catalogue) => trace_answer(catalogue, &head, self.date.bytes()),
+                            None => answer(
+                                &self.config.mix,
+                                &head,
+                                SystemTime::now(),
+                                self.date.bytes(),
+                            ),
+                        };
                         (answer, head_len, body)
                     }
                     Ok(Parsed::Partial) => break,

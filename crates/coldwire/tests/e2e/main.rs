@@ -18,6 +18,7 @@ mod proxy_conformance;
 mod proxy_framing;
 mod proxy_smuggling;
 mod proxy_splice;
+mod replay;
 mod report;
 mod serve;
 mod uring_refused;

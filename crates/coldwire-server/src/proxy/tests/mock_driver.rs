@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use coldwire_io::{
@@ -182,6 +182,10 @@ impl Driver for MockDriver {
         let id = self.new_id();
         self.connects.push((id, address));
         Ok(id)
+    }
+
+    fn connect_from(&mut self, address: SocketAddr, _source: IpAddr) -> io::Result<ConnectionId> {
+        self.connect(address)
     }
 
     fn close_listener(&mut self, _listener: ListenerId) {}
