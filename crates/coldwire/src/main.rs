@@ -10,6 +10,7 @@ mod proxy;
 mod report;
 mod runtime_args;
 mod serve;
+mod values;
 mod wan;
 
 use clap::Parser;

@@ -11,8 +11,8 @@ use coldwire_server::simulator::{RunningSimulator, SimulatorConfig, ThinkTime};
 use coldwire_server::system;
 use coldwire_workload::ContentMix;
 
-use crate::runtime_args::{RuntimeArgs, parse_duration};
-use crate::wan::parse_bytes;
+use crate::runtime_args::RuntimeArgs;
+use crate::values::{parse_duration, parse_size};
 
 /// `coldwire origin`.
 #[derive(Debug, Args)]
@@ -45,7 +45,7 @@ fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
     config.mix = match arguments.mix.trim() {
         "polymix4" | "polymix-4" => ContentMix::polymix4(arguments.seed),
         size => ContentMix::fixed(
-            parse_bytes(size).map_err(|error| {
+            parse_size(size).map_err(|error| {
                 anyhow::anyhow!("--mix {size:?}: expected polymix4 or a size ({error})")
             })?,
             arguments.seed,
