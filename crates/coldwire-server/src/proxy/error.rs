@@ -142,9 +142,26 @@ impl From<coldwire_http::HttpError> for ExchangeError {
     }
 }
 
-/// The details of a request the codec refused.
-pub fn request_error_problem(error: &coldwire_http::HttpError) -> Problem {
-    Problem::new(error.status(), ProblemKind::HttpRequestError).details(error.to_string())
+/// The answer to a request the codec refused, naming the limit it passed.
+pub fn request_error_problem(
+    error: &coldwire_http::HttpError,
+    limits: &coldwire_http::Limits,
+) -> Problem {
+    use coldwire_http::HttpError;
+    let details = match error {
+        HttpError::HeadTooLarge => format!(
+            "{error}: over {} bytes (--max-head-bytes)",
+            limits.max_head_bytes
+        ),
+        HttpError::TooManyHeaders => {
+            format!(
+                "{error}: over {} fields (--max-headers)",
+                limits.max_headers
+            )
+        }
+        _ => error.to_string(),
+    };
+    Problem::new(error.status(), ProblemKind::HttpRequestError).details(details)
 }
 
 impl<D: Driver> Worker<D> {

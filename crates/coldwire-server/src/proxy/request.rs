@@ -70,7 +70,7 @@ impl<D: Driver> Worker<D> {
                 }
                 Err(error) => {
                     client.session.input = Some(input);
-                    rejected = Some(request_error_problem(&error));
+                    rejected = Some(request_error_problem(&error, &self.config.runtime.limits));
                     break;
                 }
             };
