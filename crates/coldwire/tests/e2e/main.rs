@@ -7,6 +7,7 @@
 //! Tests run in parallel threads as in any test binary (`--test-threads`); those that must
 //! not overlap (thousands of idle connections) serialise on a lock of their own.
 
+mod access_log_formats;
 mod bench;
 mod experiment;
 mod experiment_splice_peers;
