@@ -5,7 +5,8 @@
 //! ([`draws`]: seeded, so the origin and the robots compute the same object from an id).
 //!
 //! `coldwire origin` serves these objects; `coldwire bench`'s robots request and verify
-//! them. Sources of every parameter: `../shared/reference/workloads-and-loadgens.md` §1.
+//! them. Sources of every parameter: Web Polygraph 4.x's PolyMix-4 workload files
+//! (`polymix-4-guts.pg`, `contents.pg`).
 
 pub mod body;
 pub mod draws;

@@ -11,6 +11,7 @@ mod access_log_formats;
 mod bench;
 mod experiment;
 mod experiment_splice_peers;
+mod help_and_readme;
 mod origin;
 mod process_lifecycle;
 mod proxy;
