@@ -65,6 +65,9 @@ impl<D: Driver> Worker<D> {
             return Step::Close;
         };
         let address = SocketAddr::new(ip, tunnel.port);
+        if let Some(line) = client.request_line.as_mut() {
+            line.upstream = Some(address);
+        }
         match self.driver.connect(address) {
             Ok(id) => {
                 tunnel.origin = Some(id);
