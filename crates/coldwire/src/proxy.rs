@@ -10,27 +10,37 @@ use coldwire_server::system;
 use crate::cli::{DataPathArg, ProxyArgs};
 use crate::runtime_args::positive;
 
-/// `http://HOST[:PORT][/]` (the only form `--reverse` takes), read by the `url` crate.
+/// `http://HOST[:PORT][/]` (the only form `--reverse` takes), read by the `http` crate's
+/// URI parser.
 fn reverse_mode(text: &str) -> anyhow::Result<Mode> {
     let expected = "expected http://HOST:PORT, e.g. http://127.0.0.1:8080 or http://[::1]:8080";
-    let url = url::Url::parse(text).with_context(|| format!("--reverse {text}: {expected}"))?;
-    if url.scheme() != "http" {
+    let uri: http::Uri = text
+        .parse()
+        .with_context(|| format!("--reverse {text}: {expected}"))?;
+    if uri.scheme_str() != Some("http") {
         bail!("--reverse {text}: only http origins are supported; {expected}");
     }
-    if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
+    if uri
+        .path_and_query()
+        .is_some_and(|path| !matches!(path.as_str(), "" | "/"))
+    {
         bail!("--reverse {text}: {expected}, with no path");
     }
-    if !url.username().is_empty() || url.password().is_some() {
+    let authority = uri
+        .authority()
+        .map(http::uri::Authority::as_str)
+        .unwrap_or("");
+    if authority.contains('@') {
         bail!("--reverse {text}: {expected}, with no user name or password");
     }
-    let host = match url.host() {
-        Some(url::Host::Ipv6(address)) => address.to_string(),
-        Some(host) => host.to_string(),
-        None => bail!("--reverse {text}: {expected}"),
-    };
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        bail!("--reverse {text}: {expected}");
+    }
     Ok(Mode::Reverse {
-        host,
-        port: url.port_or_known_default().unwrap_or(80),
+        host: host.to_ascii_lowercase(),
+        port: uri.port_u16().unwrap_or(80),
     })
 }
 
