@@ -250,3 +250,55 @@ pub(super) fn refused_tunnels_say_why(backend: &str) {
     assert_problem(&answer, 403, "http_request_denied");
     assert!(answer.contains("--connect-port 25"), "{answer}");
 }
+
+/// A flood of failures writes at most `--error-log-rate` lines a second, and says how many
+/// it held back.
+#[test]
+fn an_error_flood_is_cut_to_the_rate_and_summarised() {
+    let directory = tempfile::tempdir().unwrap();
+    let errors = directory.path().join("error.log");
+    let proxy = Proxy::start(
+        "epoll",
+        &[
+            "--error-log",
+            errors.to_str().unwrap(),
+            "--error-log-rate",
+            "5",
+        ],
+    );
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let started = std::time::Instant::now();
+    for _ in 0..60 {
+        assert!(get(&proxy, &url).starts_with("HTTP/1.1 502"));
+    }
+    let seconds = started.elapsed().as_secs() + 2;
+    // Every line is accounted for once the last second's summary is written.
+    let count = |text: &str| {
+        let written = text.lines().filter(|line| line.contains("[error]")).count() as u64;
+        let suppressed: u64 = text
+            .lines()
+            .filter_map(|line| line.split("suppressed ").nth(1))
+            .filter_map(|rest| rest.split(' ').next()?.parse::<u64>().ok())
+            .sum();
+        (written, suppressed)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = std::fs::read_to_string(&errors).unwrap_or_default();
+        let (written, suppressed) = count(&text);
+        if written + suppressed >= 60 || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (written, suppressed) = count(&text);
+    assert!(
+        written >= 5 && written <= 5 * seconds,
+        "{written} lines:\n{text}"
+    );
+    assert_eq!(written + suppressed, 60, "{text}");
+    assert!(
+        text.contains("similar lines (connection_refused) in the last second"),
+        "{text}"
+    );
+}
