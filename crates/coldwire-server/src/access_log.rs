@@ -389,4 +389,68 @@ mod tests {
         push_escaped(&mut out, b"/a\"b\x01");
         assert_eq!(out, b"/a\\\"b\\x01");
     }
+
+    fn entry(proxy: Option<ProxyFields<'static>>) -> Entry<'static> {
+        Entry {
+            peer: IpAddr::from([127, 0, 0, 1]),
+            method: b"GET",
+            target: b"http://o/a b",
+            version: b"HTTP/1.1",
+            status: 502,
+            body_bytes: 120,
+            now: SystemTime::UNIX_EPOCH + Duration::from_millis(971_186_136_250),
+            elapsed: Some(Duration::from_millis(12)),
+            proxy,
+        }
+    }
+
+    #[test]
+    fn squid_and_json_lines_carry_the_proxy_fields() {
+        let proxy = ProxyFields {
+            cache: "-",
+            upstream_time: None,
+            upstream: Some(SocketAddr::from(([127, 0, 0, 1], 9))),
+            error: "connection_refused",
+        };
+        let mut out = Vec::new();
+        write_squid(&mut out, &entry(Some(proxy)));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "971186136.250     12 127.0.0.1 TCP_MISS/502 120 GET http://o/a%20b - \
+             HIER_DIRECT/127.0.0.1 -"
+        );
+        let mut out = Vec::new();
+        write_json(&mut out, &entry(Some(proxy)));
+        let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(line["error"], "connection_refused");
+        assert_eq!(line["cache"], serde_json::Value::Null);
+        assert_eq!(line["upstream"], "127.0.0.1:9");
+        assert_eq!(line["elapsed_ms"], 12.0);
+        let mut out = Vec::new();
+        write_json(&mut out, &entry(None));
+        let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(line.get("error").is_none(), "{line}");
+    }
+
+    #[test]
+    fn squid_codes_follow_the_cache_word() {
+        assert_eq!(squid_code("hit", 200, "-"), "TCP_HIT");
+        assert_eq!(
+            squid_code("revalidated", 200, "-"),
+            "TCP_REFRESH_UNMODIFIED"
+        );
+        assert_eq!(squid_code("-", 403, "http_request_denied"), "TCP_DENIED");
+        assert_eq!(squid_code("-", 400, "http_request_error"), "NONE_NONE");
+        assert_eq!(
+            squid_code("aborted", 200, "http_response_incomplete"),
+            "TCP_MISS_ABORTED"
+        );
+        assert_eq!("squid".parse(), Ok(AccessLogFormat::Squid));
+        assert!(
+            "apache"
+                .parse::<AccessLogFormat>()
+                .unwrap_err()
+                .contains("clf, squid or json")
+        );
+    }
 }
