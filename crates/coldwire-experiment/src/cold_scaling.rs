@@ -554,6 +554,7 @@ mod tests {
             dir: ".".into(),
             scenario: serde_json::Value::Null,
             quick: false,
+            install_peers: false,
             machine: Default::default(),
             command: Vec::new(),
         };

@@ -23,6 +23,8 @@ pub struct RunContext {
     pub scenario: serde_json::Value,
     /// A `--quick` run: scaled down, proves the pipeline end to end, not the speed.
     pub quick: bool,
+    /// `--install-peers`: missing peer programs may be installed with apt-get.
+    pub install_peers: bool,
     /// The machine.
     pub machine: MachineRecord,
     /// The command line that reproduces this run.

@@ -33,7 +33,9 @@ use contenders::Contender;
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Parameters {
-    /// Install missing peers with apt-get.
+    /// Install missing peers with apt-get without being asked (as `--install-peers`);
+    /// false when absent.
+    #[serde(default)]
     install: bool,
     /// coldwire serve vs nginx.
     server: server_side::ServerParameters,
@@ -136,9 +138,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             programs.push(program);
         }
     }
-    let mut warnings = install::ensure(&programs, parameters.install, &|line| {
-        context.progress(line)
-    });
+    let mut warnings = install::ensure(
+        &programs,
+        parameters.install || context.install_peers,
+        &|line| context.progress(line),
+    );
     for warning in &warnings {
         context.progress(&format!("warning: {warning}"));
     }

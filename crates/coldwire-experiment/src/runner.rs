@@ -26,6 +26,9 @@ pub struct RunnerOptions {
     pub scenarios: PathBuf,
     /// The `coldwire` binary to start servers and generators from.
     pub coldwire: PathBuf,
+    /// Install missing peer programs with apt-get (`--install-peers`); otherwise a missing
+    /// peer is skipped with a line saying how to install it.
+    pub install_peers: bool,
 }
 
 /// How one experiment ended.
@@ -94,6 +97,9 @@ fn reproducing_command(
     ];
     if options.quick {
         command.push("--quick".into());
+    }
+    if options.install_peers {
+        command.push("--install-peers".into());
     }
     command.extend(["--machine".to_owned(), label.to_owned()]);
     command.extend(["--results".to_owned(), results.display().to_string()]);
@@ -177,6 +183,7 @@ fn run_one(
         dir: dir.to_owned(),
         scenario,
         quick: options.quick,
+        install_peers: options.install_peers,
         machine: machine.clone(),
         command: reproducing_command(options, experiment.name, label, results),
     };

@@ -17,15 +17,71 @@ pub fn path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.toml"))
 }
 
-/// Reads `<dir>/<name>.toml` and applies its `[quick]` overrides when `quick`.
+/// The committed scenarios, compiled in: used when the default directory (`experiments`,
+/// relative to where coldwire runs) has no file for the experiment, so `coldwire
+/// experiment` works from anywhere.
+const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "cold-scaling",
+        include_str!("../../../experiments/cold-scaling.toml"),
+    ),
+    (
+        "rate-response",
+        include_str!("../../../experiments/rate-response.toml"),
+    ),
+    (
+        "connections-latency",
+        include_str!("../../../experiments/connections-latency.toml"),
+    ),
+    ("splice", include_str!("../../../experiments/splice.toml")),
+    (
+        "accept-herd",
+        include_str!("../../../experiments/accept-herd.toml"),
+    ),
+    (
+        "slot-alloc",
+        include_str!("../../../experiments/slot-alloc.toml"),
+    ),
+    ("peers", include_str!("../../../experiments/peers.toml")),
+];
+
+/// The compiled-in scenario of experiment `name`, if it has one.
+pub fn embedded(name: &str) -> Option<&'static str> {
+    EMBEDDED
+        .iter()
+        .find(|(embedded, _)| *embedded == name)
+        .map(|(_, text)| *text)
+}
+
+/// Reads `<dir>/<name>.toml` and applies its `[quick]` overrides when `quick`. When `dir`
+/// is the default (`experiments`) and has no such file (coldwire runs outside the
+/// repository), the compiled-in copy of the committed scenario is used.
 pub fn load(dir: &Path, name: &str, quick: bool) -> anyhow::Result<serde_json::Value> {
     let file = path(dir, name);
-    let text = std::fs::read_to_string(&file).with_context(|| {
-        format!(
-            "cannot read the scenario {} — run from the repository root or give --scenarios DIR",
-            file.display()
-        )
-    })?;
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(error)
+            if error.kind() == std::io::ErrorKind::NotFound
+                && dir == Path::new(crate::DEFAULT_SCENARIOS) =>
+        {
+            let text = embedded(name).with_context(|| {
+                format!(
+                    "no scenario for {name:?}: neither {} nor a built-in one",
+                    file.display()
+                )
+            })?;
+            return parse(text, quick).with_context(|| format!("in the built-in scenario {name}"));
+        }
+        Err(error) => {
+            return Err(error).with_context(|| {
+                format!(
+                    "cannot read the scenario {} — give --scenarios DIR (a directory of NAME.toml \
+                     files), or leave it out to use the built-in scenarios",
+                    file.display()
+                )
+            });
+        }
+    };
     parse(&text, quick).with_context(|| format!("in the scenario {}", file.display()))
 }
 
@@ -110,6 +166,24 @@ where
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_experiment_has_a_built_in_scenario_that_parses() {
+        for experiment in crate::EXPERIMENTS {
+            let text = embedded(experiment.name)
+                .unwrap_or_else(|| panic!("no built-in scenario for {}", experiment.name));
+            assert!(parse(text, true).is_ok(), "{}", experiment.name);
+        }
+        assert!(embedded("no-such").is_none());
+    }
+
+    #[test]
+    fn a_given_directory_without_the_file_says_how_to_do_without_it() {
+        let missing = Path::new("/nonexistent-coldwire-scenarios");
+        let error = format!("{:#}", load(missing, "splice", false).unwrap_err());
+        assert!(error.contains("--scenarios DIR"), "{error}");
+        assert!(error.contains("built-in"), "{error}");
+    }
     use super::*;
 
     const SCENARIO: &str = r#"

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod config;
 pub mod console;
 pub mod error;
+pub mod error_log;
 pub mod file_cache;
 pub mod origin;
 pub mod output;

@@ -55,6 +55,7 @@ impl Service for OriginService {
             stats: seat.stats,
             stop: seat.stop,
             access_log: seat.access_log,
+            error_log: seat.error_log,
         }
     }
 }

@@ -19,6 +19,7 @@ use coldwire_io::{Buffer, Completion, ConnectionId, Driver, Flush, ListenerId};
 
 use crate::access_log::AccessLog;
 use crate::config::ServeConfig;
+use crate::error_log::{ErrorLog, Level};
 use crate::file_cache::FileCache;
 use crate::origin::{Responder, error_response};
 use crate::output::Output;
@@ -43,6 +44,8 @@ pub struct WorkerContext {
     pub stop: Arc<AtomicBool>,
     /// The access log file, when logging.
     pub access_log: Option<Arc<File>>,
+    /// The error log.
+    pub error_log: ErrorLog,
 }
 
 enum Step {
@@ -60,6 +63,7 @@ struct Worker<D: Driver> {
     path: Vec<u8>,
     http: RequestCounters,
     log: Option<AccessLog>,
+    error_log: ErrorLog,
     stats: Arc<Stats>,
     index: usize,
     stop: Arc<AtomicBool>,
@@ -104,7 +108,10 @@ pub fn run_worker<D: Driver>(mut driver: D, context: WorkerContext) -> io::Resul
         wall_clock,
         path: Vec::with_capacity(256),
         http: RequestCounters::default(),
-        log: context.access_log.map(AccessLog::new),
+        log: context
+            .access_log
+            .map(|file| AccessLog::with_format(file, config.runtime.access_log_format)),
+        error_log: context.error_log,
         stats: context.stats,
         index: context.index,
         stop: context.stop,
@@ -279,6 +286,16 @@ impl<D: Driver> Worker<D> {
         );
         output.finish(&mut self.driver);
         self.count(session, b"-", b"-", b"-", answer.status, answer.body_bytes);
+        self.error_log.log(
+            Level::Info,
+            "http_request_error",
+            format_args!(
+                "client {}: request refused with {} {}",
+                session.peer,
+                status.code(),
+                status.reason()
+            ),
+        );
         self.http.rejected += 1;
         session.close_after_write = true;
         session.linger = true;

@@ -6,7 +6,8 @@
 //! ([`trace`]: parsing, statistics, a generator of synthetic traces).
 //!
 //! `coldwire origin` serves these objects; `coldwire bench`'s robots request and verify
-//! them. Sources of every parameter: `../shared/reference/workloads-and-loadgens.md` §1.
+//! them. Sources of every parameter: Web Polygraph 4.x's PolyMix-4 workload files
+//! (`polymix-4-guts.pg`, `contents.pg`).
 
 pub mod body;
 pub mod draws;

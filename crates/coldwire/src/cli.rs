@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 
 use coldwire_io::Backend;
 
-use crate::runtime_args::{RuntimeArgs, parse_duration};
+use crate::runtime_args::RuntimeArgs;
+use crate::values::{parse_duration, parse_size};
 
 /// coldwire: an event-driven web server and caching proxy for realistic Internet load,
 /// and the kit that measures it.
@@ -51,8 +52,8 @@ pub struct ServeArgs {
     /// Directory to serve; nothing outside it is ever served.
     #[arg(long)]
     pub root: PathBuf,
-    /// Files up to this many bytes are kept in memory; larger ones go out with sendfile.
-    #[arg(long, default_value_t = 64 * 1024)]
+    /// Files up to this size are kept in memory; larger ones go out with sendfile.
+    #[arg(long, default_value = "64KiB", value_name = "SIZE", value_parser = parse_size)]
     pub memory_file_limit: u64,
     /// What every server subcommand shares.
     #[command(flatten, next_help_heading = "Every server")]
@@ -77,11 +78,11 @@ pub struct ProxyArgs {
     /// Also allow clients from this network (repeatable; loopback is always allowed).
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<String>,
-    /// Cache size in bytes, shared by all workers (0 turns caching off).
-    #[arg(long, default_value_t = 256 << 20)]
+    /// Cache size, shared by all workers: 256M, 1G, 64MiB... (0 turns caching off).
+    #[arg(long, alias = "cache-size", default_value = "256MiB", value_name = "SIZE", value_parser = parse_size)]
     pub cache_bytes: u64,
     /// Largest response body stored in the cache.
-    #[arg(long, default_value_t = 8 << 20)]
+    #[arg(long, alias = "max-object-size", default_value = "8MiB", value_name = "SIZE", value_parser = parse_size)]
     pub max_object_bytes: u64,
     /// Revalidate every cache hit with the origin (If-Modified-Since / If-None-Match).
     #[arg(long)]
@@ -91,7 +92,7 @@ pub struct ProxyArgs {
     pub data_path: DataPathArg,
     /// Bodies (chunks of a chunked body) at least this long take the splice path; the
     /// default is where splice measured cheaper than copy (docs/proxy.md, Data paths).
-    #[arg(long, default_value_t = 16 * 1024)]
+    #[arg(long, default_value = "16KiB", value_name = "SIZE", value_parser = parse_size)]
     pub splice_threshold: u64,
     /// Time to connect to an origin and for each wait on it (504 after).
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]

@@ -24,9 +24,14 @@ pub struct ExperimentArgs {
     /// experiment.
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
-    /// Directory of the scenario files (NAME.toml).
+    /// Directory of the scenario files (NAME.toml); when the default `experiments` is
+    /// missing (run outside the repository), the built-in copies are used.
     #[arg(long, value_name = "DIR", default_value = coldwire_experiment::DEFAULT_SCENARIOS)]
     pub scenarios: PathBuf,
+    /// Install missing peer programs (nginx, Squid, Varnish, HAProxy) with apt-get; without
+    /// it a missing peer is skipped with a line saying how to install it.
+    #[arg(long)]
+    pub install_peers: bool,
     /// The coldwire executable servers and generators are started from (default: this one).
     #[arg(long, value_name = "PATH")]
     pub coldwire: Option<PathBuf>,
@@ -46,6 +51,7 @@ pub fn run(arguments: ExperimentArgs) -> anyhow::Result<()> {
         results: arguments.results,
         scenarios: arguments.scenarios,
         coldwire,
+        install_peers: arguments.install_peers,
     };
     let outcomes = runner::run(&options)?;
     let failed: Vec<&str> = outcomes

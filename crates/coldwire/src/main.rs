@@ -12,6 +12,7 @@ mod report;
 mod runtime_args;
 mod serve;
 mod trace;
+mod values;
 mod wan;
 
 use clap::Parser;

@@ -14,8 +14,8 @@ use coldwire_server::system;
 use coldwire_workload::ContentMix;
 use coldwire_workload::trace::{Catalogue, TraceFormat};
 
-use crate::runtime_args::{RuntimeArgs, parse_duration};
-use crate::wan::parse_bytes;
+use crate::runtime_args::RuntimeArgs;
+use crate::values::{parse_duration, parse_size};
 
 /// `coldwire origin`.
 #[derive(Debug, Args)]
@@ -56,7 +56,7 @@ fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
     config.mix = match arguments.mix.trim() {
         "polymix4" | "polymix-4" => ContentMix::polymix4(arguments.seed),
         size => ContentMix::fixed(
-            parse_bytes(size).map_err(|error| {
+            parse_size(size).map_err(|error| {
                 anyhow::anyhow!("--mix {size:?}: expected polymix4 or a size ({error})")
             })?,
             arguments.seed,

@@ -10,27 +10,37 @@ use coldwire_server::system;
 use crate::cli::{DataPathArg, ProxyArgs};
 use crate::runtime_args::positive;
 
-/// `http://HOST:PORT` (the only form `--reverse` takes).
-fn reverse_mode(url: &str) -> anyhow::Result<Mode> {
-    let rest = url
-        .strip_prefix("http://")
-        .with_context(|| format!("--reverse {url}: expected http://HOST:PORT"))?;
-    let authority = rest.trim_end_matches('/');
-    if authority.contains('/') || authority.is_empty() {
-        bail!("--reverse {url}: expected http://HOST:PORT with no path");
+/// `http://HOST[:PORT][/]` (the only form `--reverse` takes), read by the `http` crate's
+/// URI parser.
+fn reverse_mode(text: &str) -> anyhow::Result<Mode> {
+    let expected = "expected http://HOST:PORT, e.g. http://127.0.0.1:8080 or http://[::1]:8080";
+    let uri: http::Uri = text
+        .parse()
+        .with_context(|| format!("--reverse {text}: {expected}"))?;
+    if uri.scheme_str() != Some("http") {
+        bail!("--reverse {text}: only http origins are supported; {expected}");
     }
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (
-            host,
-            port.parse::<u16>()
-                .with_context(|| format!("--reverse {url}: invalid port"))?,
-        ),
-        _ => (authority, 80),
-    };
+    if uri
+        .path_and_query()
+        .is_some_and(|path| !matches!(path.as_str(), "" | "/"))
+    {
+        bail!("--reverse {text}: {expected}, with no path");
+    }
+    let authority = uri
+        .authority()
+        .map(http::uri::Authority::as_str)
+        .unwrap_or("");
+    if authority.contains('@') {
+        bail!("--reverse {text}: {expected}, with no user name or password");
+    }
+    let host = uri.host().unwrap_or_default();
     let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        bail!("--reverse {text}: {expected}");
+    }
     Ok(Mode::Reverse {
-        host: host.to_owned(),
-        port,
+        host: host.to_ascii_lowercase(),
+        port: uri.port_u16().unwrap_or(80),
     })
 }
 
@@ -113,4 +123,34 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
         .join()
         .context("coldwire proxy stopped with an error")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reverse(text: &str) -> Option<(String, u16)> {
+        match reverse_mode(text).ok()? {
+            Mode::Reverse { host, port } => Some((host, port)),
+            Mode::Forward => None,
+        }
+    }
+
+    #[test]
+    fn reverse_takes_http_origins_only() {
+        assert_eq!(
+            reverse("http://127.0.0.1:8080"),
+            Some(("127.0.0.1".into(), 8080))
+        );
+        assert_eq!(
+            reverse("http://origin.test/"),
+            Some(("origin.test".into(), 80))
+        );
+        assert_eq!(reverse("http://[::1]:81"), Some(("::1".into(), 81)));
+        assert!(reverse("https://origin.test").is_none());
+        assert!(reverse("http://origin.test/path").is_none());
+        assert!(reverse("origin.test:80").is_none());
+        let error = format!("{:#}", reverse_mode("ftp://x").unwrap_err());
+        assert!(error.contains("http://HOST:PORT"), "{error}");
+    }
 }

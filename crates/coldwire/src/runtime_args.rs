@@ -2,11 +2,9 @@
 //! `proxy`), their human-friendly values, and how they become a
 //! [`coldwire_server::RuntimeConfig`].
 //!
-//! Values: durations with a unit (`500ms`, `30s`, `2m`, `1h 30m`; a plain number means
-//! seconds, `2.5` too); addresses as `HOST:PORT`, or a bare port (`8080`, `:8080`) meaning
-//! every interface, as nginx's `listen 8080` does.
+//! The values' forms (durations, sizes, addresses) are read by [`crate::values`].
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,6 +13,11 @@ use clap::Args;
 use coldwire_http::Limits;
 use coldwire_io::Backend;
 use coldwire_server::RuntimeConfig;
+use coldwire_server::access_log::AccessLogFormat;
+use coldwire_server::error_log::Level;
+
+use crate::values::parse_size_usize;
+pub use crate::values::{parse_duration, parse_listen};
 
 /// What `serve` and `proxy` (and every server to come) are told the same way.
 #[derive(Debug, Args)]
@@ -51,16 +54,32 @@ pub struct RuntimeArgs {
     /// connections count too).
     #[arg(long, default_value_t = 19_000)]
     pub max_connections: usize,
-    /// Largest request head in bytes (431 beyond).
-    #[arg(long, default_value_t = 16 * 1024)]
+    /// Largest request head (431 beyond): 16K, 32KiB, or bytes.
+    #[arg(long, default_value = "16KiB", value_name = "SIZE", value_parser = parse_size_usize)]
     pub max_head_bytes: usize,
     /// Most header fields in a request (431 beyond).
     #[arg(long, default_value_t = 100)]
     pub max_headers: usize,
-    /// Write an access log to this file (off by default): Common Log Format; the proxy
-    /// adds the cache status and the upstream time in seconds.
+    /// Write an access log to this file, or `-` for stdout (off by default).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
+    /// Access log format: clf (Common Log Format; the proxy adds the cache status, the
+    /// upstream time in seconds and the error word), squid (Squid's native access.log),
+    /// json (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "clf", value_parser = access_log_format_parser())]
+    pub access_log_format: AccessLogFormat,
+    /// Write the error log (why requests failed) to this file instead of stderr (`-` is
+    /// stderr).
+    #[arg(long, value_name = "FILE")]
+    pub error_log: Option<PathBuf>,
+    /// Least severe lines written: error (origin and proxy failures), warn (policy
+    /// refusals), info (malformed requests), debug.
+    #[arg(long, value_name = "LEVEL", default_value = "warn", value_parser = level_parser())]
+    pub error_log_level: Level,
+    /// Error-log lines written per second at most; the rest are counted in one
+    /// "suppressed N similar lines" line per error.
+    #[arg(long, value_name = "LINES", default_value_t = 100)]
+    pub error_log_rate: u32,
     /// Serve JSON statistics (loop counters, requests, responses) on this address at
     /// /stats (off by default).
     #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
@@ -95,6 +114,13 @@ impl RuntimeArgs {
             ..Limits::default()
         };
         config.access_log = self.access_log;
+        config.access_log_format = self.access_log_format;
+        config.error_log.path = self.error_log.filter(|path| path.as_os_str() != "-");
+        config.error_log.level = self.error_log_level;
+        if self.error_log_rate == 0 {
+            bail!("--error-log-rate must be at least 1 line a second");
+        }
+        config.error_log.max_per_second = self.error_log_rate;
         config.admin = self.admin;
         if self.sqpoll && config.backend != Backend::Uring {
             bail!("--sqpoll needs --io uring (it is a setting of the io_uring completion driver)");
@@ -112,68 +138,16 @@ pub fn positive(value: Duration, flag: &str) -> anyhow::Result<Duration> {
     Ok(value)
 }
 
-/// `30s`, `500ms`, `2m`, `1h 30m` (humantime), or a plain number of seconds (`10`, `2.5`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if let Ok(seconds) = text.parse::<f64>() {
-        return Duration::try_from_secs_f64(seconds).map_err(|_| {
-            format!("{text:?} is not a duration: a number of seconds must be 0 or more")
-        });
-    }
-    humantime::parse_duration(text).map_err(|error| {
-        format!("{text:?} is not a duration ({error}); write e.g. 30s, 500ms, 2m or 10")
-    })
+/// The parser of `--access-log-format` (clap lists the names in the help and errors).
+fn access_log_format_parser() -> impl clap::builder::TypedValueParser<Value = AccessLogFormat> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(AccessLogFormat::ALL.map(AccessLogFormat::name))
+        .try_map(|name| name.parse::<AccessLogFormat>())
 }
 
-/// `HOST:PORT` (IPv6 as `[::1]:8080`), or `PORT` / `:PORT` for every IPv4 interface.
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    let text = text.trim();
-    let port_only = text.strip_prefix(':').unwrap_or(text);
-    if let Ok(port) = port_only.parse::<u16>() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
-    }
-    text.parse().map_err(|_| {
-        format!(
-            "{text:?} is not an address; write HOST:PORT (127.0.0.1:8080, [::1]:8080) or a \
-             port (8080 or :8080, every interface)"
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_take_units_and_plain_seconds() {
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("-1").is_err());
-        assert!(parse_duration("soon").unwrap_err().contains("30s"));
-    }
-
-    #[test]
-    fn listen_takes_addresses_and_bare_ports() {
-        assert_eq!(
-            parse_listen("127.0.0.1:8080"),
-            Ok(SocketAddr::from(([127, 0, 0, 1], 8080)))
-        );
-        assert_eq!(
-            parse_listen("8080"),
-            Ok(SocketAddr::from(([0, 0, 0, 0], 8080)))
-        );
-        assert_eq!(
-            parse_listen(":3128"),
-            Ok(SocketAddr::from(([0, 0, 0, 0], 3128)))
-        );
-        assert_eq!(
-            parse_listen("[::1]:80"),
-            "[::1]:80".parse().map_err(|_| String::new())
-        );
-        assert!(parse_listen("localhost").unwrap_err().contains("HOST:PORT"));
-    }
+/// The parser of `--error-log-level`.
+fn level_parser() -> impl clap::builder::TypedValueParser<Value = Level> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(["error", "warn", "info", "debug"])
+        .try_map(|name| name.parse::<Level>())
 }

@@ -9,7 +9,8 @@ use clap::Args;
 use coldwire_server::system;
 use coldwire_server::wan::{RunningRelay, WanConfig};
 
-use crate::runtime_args::{RuntimeArgs, parse_duration};
+use crate::runtime_args::RuntimeArgs;
+use crate::values::{parse_duration, parse_loss, parse_rate, parse_size};
 
 /// `coldwire wan`.
 #[derive(Debug, Args)]
@@ -43,7 +44,7 @@ pub struct WanArgs {
     pub loss: f64,
     /// Bytes one direction of a connection may hold before its source is no longer read
     /// (back-pressure): 1MiB, 256KiB, or bytes.
-    #[arg(long, default_value = "1MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, default_value = "1MiB", value_name = "BYTES", value_parser = parse_size)]
     pub queue: u64,
     /// Seed of the loss and jitter draws.
     #[arg(long, default_value_t = 1)]
@@ -51,58 +52,6 @@ pub struct WanArgs {
     /// What every server subcommand shares.
     #[command(flatten, next_help_heading = "Every server")]
     pub runtime: RuntimeArgs,
-}
-
-/// `10Mbit`, `512kbit`, `1Gbit`, `100mbps`, or a number of bits per second.
-pub fn parse_rate(text: &str) -> Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let (number, unit) = lower
-        .find(|c: char| c.is_ascii_alphabetic())
-        .map_or((lower.as_str(), ""), |at| lower.split_at(at));
-    let factor: f64 = match unit.trim_end_matches("/s").trim_end_matches("ps") {
-        "" | "bit" | "b" => 1.0,
-        "kbit" | "k" | "kb" => 1e3,
-        "mbit" | "m" | "mb" => 1e6,
-        "gbit" | "g" | "gb" => 1e9,
-        _ => {
-            return Err(format!(
-                "{text:?}: write a rate such as 10Mbit, 512kbit or 1Gbit"
-            ));
-        }
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?}: write a rate such as 10Mbit, 512kbit or 1Gbit"))?;
-    let bits = value * factor;
-    if !(bits.is_finite() && bits >= 1.0) {
-        return Err(format!("{text:?}: a rate must be at least 1 bit/s"));
-    }
-    Ok(bits as u64)
-}
-
-/// `0.05%` or `0.0005`: a probability.
-pub fn parse_loss(text: &str) -> Result<f64, String> {
-    let text = text.trim();
-    let value = match text.strip_suffix('%') {
-        Some(percent) => percent.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.parse::<f64>(),
-    }
-    .map_err(|_| format!("{text:?}: write a loss rate such as 0.05% or 0.0005"))?;
-    if !(0.0..1.0).contains(&value) {
-        return Err(format!(
-            "{text:?}: a loss rate is at least 0 and below 100%"
-        ));
-    }
-    Ok(value)
-}
-
-/// `1MiB`, `256KiB`, `16 KB`, or a number of bytes.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    text.trim()
-        .parse::<bytesize::ByteSize>()
-        .map(|size| size.as_u64())
-        .map_err(|_| format!("{text:?}: write a size such as 1MiB, 256KiB or 65536"))
 }
 
 fn config(arguments: WanArgs) -> anyhow::Result<WanConfig> {
@@ -165,24 +114,4 @@ pub fn run(arguments: WanArgs) -> anyhow::Result<()> {
     .context("cannot start the signal thread")?;
     relay.join().context("coldwire wan stopped with an error")?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_losses_and_sizes_read_as_people_write_them() {
-        assert_eq!(parse_rate("10Mbit"), Ok(10_000_000));
-        assert_eq!(parse_rate("512kbit"), Ok(512_000));
-        assert_eq!(parse_rate("1Gbit"), Ok(1_000_000_000));
-        assert_eq!(parse_rate("2.5mbps"), Ok(2_500_000));
-        assert_eq!(parse_rate("9600"), Ok(9600));
-        assert!(parse_rate("fast").is_err());
-        assert_eq!(parse_loss("0.05%"), Ok(0.0005));
-        assert_eq!(parse_loss("0.01"), Ok(0.01));
-        assert!(parse_loss("100%").is_err());
-        assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_bytes("65536"), Ok(65536));
-    }
 }

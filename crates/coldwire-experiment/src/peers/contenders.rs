@@ -190,7 +190,7 @@ pub(crate) struct Target<'a> {
 fn program_path(program: Program) -> anyhow::Result<PathBuf> {
     find(program.binary).with_context(|| {
         format!(
-            "{} is not installed (apt-get install -y {})",
+            "{} is not installed (run with --install-peers, or apt-get install -y {})",
             program.binary, program.package
         )
     })

@@ -51,7 +51,7 @@ pub(crate) fn ensure(wanted: &[Program], install: bool, progress: &dyn Fn(&str))
         let packages: Vec<&str> = missing.into_iter().collect();
         if !install {
             warnings.push(format!(
-                "not installed: {} (the scenario has install = false; apt-get install -y {})",
+                "not installed, skipped: {} (run with --install-peers, or apt-get install -y {})",
                 packages.join(", "),
                 packages.join(" ")
             ));

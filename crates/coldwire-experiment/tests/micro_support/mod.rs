@@ -35,6 +35,7 @@ pub fn context(dir: &Path, scenario: serde_json::Value, quick: bool) -> RunConte
         dir: dir.to_path_buf(),
         scenario,
         quick,
+        install_peers: false,
         machine: MachineRecord {
             label: "test".to_owned(),
             kernel: "test-kernel".to_owned(),

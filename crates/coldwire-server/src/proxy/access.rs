@@ -1,20 +1,24 @@
 //! The proxy's access log (`--access-log FILE`): one line per response, written by the
-//! server's [`AccessLog`] (Common Log Format, buffered per worker, one `write` per 32 KiB
-//! or second) with two fields appended: the cache status (`hit`, `stale`, `revalidated`,
-//! `miss`, `refreshed`, `client-refresh`, `bypass`, `purge`, `tunnel`, or `-` when the
-//! cache played no part) and the upstream time in seconds (request sent to response head
-//! received, millisecond resolution; `-` when the origin was not asked).
+//! server's [`AccessLog`] (in its `--access-log-format`, buffered per worker, one `write`
+//! per 32 KiB or second) with the proxy's fields: the cache status (`hit`, `stale`,
+//! `revalidated`, `miss`, `refreshed`, `client-refresh`, `bypass`, `purge`, `tunnel`,
+//! `aborted`, or `-` when the cache played no part), the upstream time in seconds (request
+//! sent to response head received, millisecond resolution; `-` when the origin was not
+//! asked), and the error word (RFC 9209's error type, as in the answer's `Proxy-Status`;
+//! `-` for none).
 //!
 //! The request line is remembered on the client when its request is routed (only when the
 //! log is on) and taken by the line written for its response.
 
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use coldwire_http::{RequestHead, Version};
 use coldwire_io::Driver;
 
 use super::state::Client;
 use super::worker::Worker;
+use crate::access_log::{Entry, ProxyFields};
 
 /// The request line of the request being answered, kept for its log line.
 #[derive(Debug)]
@@ -25,14 +29,10 @@ pub struct RequestLine {
     pub target: String,
     /// Version.
     pub version: Version,
-}
-
-/// The appended fields: cache status and upstream seconds.
-fn extra_fields(cache: &str, upstream: Option<Duration>) -> String {
-    match upstream {
-        Some(elapsed) => format!("{cache} {:.3}", elapsed.as_secs_f64()),
-        None => format!("{cache} -"),
-    }
+    /// When the request was routed (for the elapsed time).
+    pub received: Instant,
+    /// The origin's address, once chosen.
+    pub upstream: Option<SocketAddr>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -43,6 +43,8 @@ impl<D: Driver> Worker<D> {
                 method: head.method_str().to_owned(),
                 target: head.target().to_owned(),
                 version: head.version(),
+                received: self.driver.now(),
+                upstream: None,
             })
         });
     }
@@ -72,7 +74,8 @@ impl<D: Driver> Worker<D> {
         self.log_line(client, status, body_bytes, cache.unwrap_or("-"), None);
     }
 
-    /// Logs the response to the client's current request.
+    /// Logs the response to the client's current request (cache status `aborted`: the
+    /// response was cut, error `http_response_incomplete`).
     pub(super) fn log_line(
         &mut self,
         client: &mut Client,
@@ -81,6 +84,24 @@ impl<D: Driver> Worker<D> {
         cache: &str,
         upstream: Option<Duration>,
     ) {
+        let error = if cache == "aborted" {
+            "http_response_incomplete"
+        } else {
+            "-"
+        };
+        self.log_entry(client, status, body_bytes, (cache, upstream), error);
+    }
+
+    /// Logs one response with its `error` word (`-` for none).
+    pub(super) fn log_entry(
+        &mut self,
+        client: &mut Client,
+        status: u16,
+        body_bytes: u64,
+        (cache, upstream): (&str, Option<Duration>),
+        error: &str,
+    ) {
+        let now = self.driver.now();
         let Some(log) = self.log.as_mut() else {
             return;
         };
@@ -93,29 +114,23 @@ impl<D: Driver> Worker<D> {
             ),
             None => (&b"-"[..], &b"-"[..], &b"-"[..]),
         };
-        log.record_extended(
-            client.session.peer.ip(),
+        log.record_entry(&Entry {
+            peer: client.session.peer.ip(),
             method,
             target,
             version,
             status,
             body_bytes,
-            self.wall_clock,
-            extra_fields(cache, upstream).as_bytes(),
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn extra_fields_show_milliseconds_or_a_dash() {
-        assert_eq!(
-            extra_fields("miss", Some(Duration::from_millis(1234))),
-            "miss 1.234"
-        );
-        assert_eq!(extra_fields("hit", None), "hit -");
+            now: self.wall_clock,
+            elapsed: line
+                .as_deref()
+                .map(|line| now.saturating_duration_since(line.received)),
+            proxy: Some(ProxyFields {
+                cache,
+                upstream_time: upstream,
+                upstream: line.as_deref().and_then(|line| line.upstream),
+                error,
+            }),
+        });
     }
 }

@@ -2,17 +2,16 @@
 //! without thought is never an open proxy; `--allow CIDR` widens it.
 //!
 //! Invariant: a client is allowed only if one listed network contains its address
-//! (IPv4-mapped IPv6 addresses are compared as IPv4).
+//! (IPv4-mapped IPv6 addresses are compared as IPv4). Networks are `ipnet`'s.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-/// One network, `address/prefix`.
+use ipnet::{IpNet, Ipv4Net};
+
+/// One network, `address/prefix` (an [`ipnet::IpNet`]; a bare address is a host).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cidr {
-    network: IpAddr,
-    prefix: u8,
-}
+pub struct Cidr(IpNet);
 
 /// Why a CIDR did not parse.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -24,20 +23,12 @@ impl FromStr for Cidr {
 
     fn from_str(text: &str) -> Result<Cidr, CidrError> {
         let error = || CidrError(text.to_owned());
-        let (address, prefix) = match text.split_once('/') {
-            Some((address, prefix)) => (address, Some(prefix)),
-            None => (text, None),
+        let network = match text.parse::<IpNet>() {
+            Ok(network) => network,
+            // A bare address: that host alone.
+            Err(_) => IpNet::from(text.parse::<IpAddr>().map_err(|_| error())?),
         };
-        let network: IpAddr = address.parse().map_err(|_| error())?;
-        let bits = if network.is_ipv4() { 32 } else { 128 };
-        let prefix = match prefix {
-            Some(prefix) => prefix.parse::<u8>().map_err(|_| error())?,
-            None => bits,
-        };
-        if prefix > bits {
-            return Err(error());
-        }
-        Ok(Cidr { network, prefix })
+        Ok(Cidr(network))
     }
 }
 
@@ -49,23 +40,10 @@ fn canonical(address: IpAddr) -> IpAddr {
 }
 
 impl Cidr {
-    /// Whether `address` is inside this network.
+    /// Whether `address` is inside this network (IPv4-mapped IPv6 addresses compared as
+    /// IPv4).
     pub fn contains(&self, address: IpAddr) -> bool {
-        match (self.network, canonical(address)) {
-            (IpAddr::V4(network), IpAddr::V4(address)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u32::from(network) & mask == u32::from(address) & mask
-            }
-            (IpAddr::V6(network), IpAddr::V6(address)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u128::from(network) & mask == u128::from(address) & mask
-            }
-            _ => false,
-        }
+        self.0.contains(&canonical(address))
     }
 }
 
@@ -80,14 +58,8 @@ impl Acl {
     pub fn loopback() -> Acl {
         Acl {
             allowed: vec![
-                Cidr {
-                    network: IpAddr::from([127, 0, 0, 0]),
-                    prefix: 8,
-                },
-                Cidr {
-                    network: IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]),
-                    prefix: 128,
-                },
+                Cidr(IpNet::from(Ipv4Net::new_assert(Ipv4Addr::LOCALHOST, 8))),
+                Cidr(IpNet::from(IpAddr::V6(Ipv6Addr::LOCALHOST))),
             ],
         }
     }
@@ -132,6 +104,9 @@ mod tests {
         assert!(everything.contains("8.8.8.8".parse().unwrap()));
         assert!("10.0.0.0/33".parse::<Cidr>().is_err());
         assert!("banana/8".parse::<Cidr>().is_err());
+        let v6: Cidr = "2001:db8::/32".parse().unwrap();
+        assert!(v6.contains("2001:db8::1".parse().unwrap()));
+        assert!(!v6.contains("2001:db9::1".parse().unwrap()));
         let host: Cidr = "192.168.1.5".parse().unwrap();
         assert!(host.contains("192.168.1.5".parse().unwrap()));
         assert!(!host.contains("192.168.1.6".parse().unwrap()));

@@ -20,7 +20,7 @@ use coldwire_http::Status;
 use coldwire_io::{Buffer, ConnectionId, Driver, Flush};
 
 use super::collapse::POLL;
-use super::error::ExchangeError;
+use super::problem::{Problem, ProblemKind};
 use super::send::BodyStep;
 use super::state::{Client, ClientState};
 use super::worker::{Step, Worker};
@@ -75,8 +75,15 @@ impl<D: Driver> Worker<D> {
                 if !may_complete && session.phase == Phase::Head {
                     let length = session.input.as_ref().map_or(0, Buffer::filled_len);
                     if length > self.config.runtime.limits.max_head_bytes {
-                        let error = ExchangeError::client(Status::REQUEST_HEADER_FIELDS_TOO_LARGE);
-                        return self.reject(client, error);
+                        let limit = self.config.runtime.limits.max_head_bytes;
+                        let problem = Problem::new(
+                            Status::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                            ProblemKind::HttpRequestError,
+                        )
+                        .details(format!(
+                            "request head over {limit} bytes (--max-head-bytes)"
+                        ));
+                        return self.reject(client, &problem);
                     }
                     self.driver.recv(client.session.id);
                     return Step::Keep;

@@ -4,7 +4,8 @@
 //! and a 5xx; `failure.rs` acts on it for forwarded requests (retry, stale content, or
 //! the error answer), [`Worker::reject`] for requests that never got that far.
 //!
-//! Also here: the error answers themselves ([`Worker::answer_error`], [`Worker::reject`]).
+//! Also here: the error answers themselves ([`Worker::answer_problem`], [`Worker::reject`]),
+//! written by `problem.rs` with `Proxy-Status`, and their error-log line.
 //!
 //! Invariants: a `Side::Client` error closes the connection after its answer (the rest of
 //! the input cannot be trusted to be a request); only a `Side::Origin` error may carry a
@@ -13,9 +14,9 @@
 use coldwire_http::{Status, Version};
 use coldwire_io::Driver;
 
+use super::problem::{Problem, ProblemAnswer, ProblemKind, write_problem};
 use super::state::{Client, ClientState, Routed};
 use super::worker::{Step, Worker};
-use crate::origin::error_response;
 use crate::output::Output;
 
 /// The side of the proxy a failure came from.
@@ -55,6 +56,10 @@ pub struct ExchangeError {
     pub retry: Retry,
     /// The status the client gets when nothing else answers.
     pub status: Status,
+    /// What went wrong (`Proxy-Status`'s error type).
+    pub kind: ProblemKind,
+    /// The system's error number, when a system call failed.
+    pub errno: Option<i32>,
 }
 
 impl ExchangeError {
@@ -79,11 +84,48 @@ impl ExchangeError {
     }
 
     fn new(side: Side, status: Status) -> ExchangeError {
+        let kind = match (side, status) {
+            (Side::Client, _) => ProblemKind::HttpRequestError,
+            (Side::Policy, _) => ProblemKind::HttpRequestDenied,
+            (Side::Cache, _) => ProblemKind::ProxyInternalResponse,
+            (Side::Origin, Status::GATEWAY_TIMEOUT) => ProblemKind::HttpResponseTimeout,
+            (Side::Origin, _) => ProblemKind::HttpProtocolError,
+        };
         ExchangeError {
             side,
             retry: Retry::No,
             status,
+            kind,
+            errno: None,
         }
+    }
+
+    /// The origin failed as `kind` says (with that kind's status).
+    pub fn origin_failed(kind: ProblemKind) -> ExchangeError {
+        ExchangeError::origin(kind.status()).because(kind)
+    }
+
+    /// The same failure, named `kind`.
+    pub fn because(self, kind: ProblemKind) -> ExchangeError {
+        ExchangeError { kind, ..self }
+    }
+
+    /// The same failure, with the system's error number of `error`.
+    pub fn with_errno(self, error: &std::io::Error) -> ExchangeError {
+        ExchangeError {
+            errno: error.raw_os_error(),
+            ..self
+        }
+    }
+
+    /// The answer to this failure, about `next_hop` when known.
+    pub fn problem(&self, next_hop: Option<String>) -> Problem {
+        let mut problem = Problem::new(self.status, self.kind);
+        problem.next_hop = next_hop;
+        if let Some(errno) = self.errno {
+            problem.details = Some(std::io::Error::from_raw_os_error(errno).to_string());
+        }
+        problem
     }
 
     /// The same failure, allowing `retry`.
@@ -100,35 +142,103 @@ impl From<coldwire_http::HttpError> for ExchangeError {
     }
 }
 
+/// The answer to a request the codec refused, naming the limit it passed.
+pub fn request_error_problem(
+    error: &coldwire_http::HttpError,
+    limits: &coldwire_http::Limits,
+) -> Problem {
+    use coldwire_http::HttpError;
+    let details = match error {
+        HttpError::HeadTooLarge => format!(
+            "{error}: over {} bytes (--max-head-bytes)",
+            limits.max_head_bytes
+        ),
+        HttpError::TooManyHeaders => {
+            format!(
+                "{error}: over {} fields (--max-headers)",
+                limits.max_headers
+            )
+        }
+        _ => error.to_string(),
+    };
+    Problem::new(error.status(), ProblemKind::HttpRequestError).details(details)
+}
+
 impl<D: Driver> Worker<D> {
-    /// Queues an error answer for the current request.
-    pub(super) fn answer_error(
+    /// Queues the answer to `problem` for the current request, counts and logs it.
+    pub(super) fn answer_problem(
         &mut self,
         client: &mut Client,
         version: Version,
-        status: Status,
+        problem: &Problem,
         keep_alive: bool,
         output: &mut Output,
     ) -> Routed {
-        let answer = error_response(
-            status,
+        self.answer_problem_with(client, problem, keep_alive, None, version, output)
+    }
+
+    /// [`Worker::answer_problem`] with the cache's part in it.
+    pub(super) fn answer_problem_with(
+        &mut self,
+        client: &mut Client,
+        problem: &Problem,
+        keep_alive: bool,
+        cache_status: Option<coldwire_cache::CacheStatus>,
+        version: Version,
+        output: &mut Output,
+    ) -> Routed {
+        let date = *self.date.bytes();
+        let answer = ProblemAnswer {
             version,
             keep_alive,
-            false,
-            self.date.bytes(),
-            &mut self.driver,
-            output,
-        );
-        self.http.count_response(answer.status);
-        self.http.body_bytes += answer.body_bytes;
-        self.log_answer(client, answer.status, answer.body_bytes, None);
+            head_only: false,
+            name: &self.config.name,
+            cache_status,
+            date: &date,
+        };
+        let body_bytes = write_problem(output.bytes(&mut self.driver), problem, &answer);
+        let code = problem.status.code();
+        self.http.count_response(code);
+        self.http.body_bytes += body_bytes;
+        self.log_problem(client, problem);
+        self.log_entry(client, code, body_bytes, ("-", None), problem.kind.token());
         Routed::answered(keep_alive)
     }
 
+    /// Writes the error-log line of `problem` (before the access-log line takes the
+    /// request line).
+    fn log_problem(&self, client: &Client, problem: &Problem) {
+        let level = problem.kind.level();
+        if !self.error_log.enabled(level) {
+            return;
+        }
+        let request = client.request_line.as_deref().map_or_else(
+            || "-".to_owned(),
+            |line| {
+                let version = String::from_utf8_lossy(line.version.as_bytes());
+                format!("{:?}", format!("{} {} {version}", line.method, line.target))
+            },
+        );
+        let status = problem.status;
+        self.error_log.log(
+            level,
+            problem.kind.token(),
+            format_args!(
+                "{} {}, client {}, request {request}, origin {}, phase {}: {}",
+                status.code(),
+                status.reason(),
+                client.session.peer,
+                problem.next_hop.as_deref().unwrap_or("-"),
+                problem.kind.phase(),
+                problem.details.as_deref().unwrap_or("-"),
+            ),
+        );
+    }
+
     /// Answers a request that could not be handled, then closes (lingering).
-    pub(super) fn reject(&mut self, client: &mut Client, error: ExchangeError) -> Step {
+    pub(super) fn reject(&mut self, client: &mut Client, problem: &Problem) -> Step {
         let mut output = Output::new(client.session.id);
-        self.answer_error(client, Version::Http11, error.status, false, &mut output);
+        self.answer_problem(client, Version::Http11, problem, false, &mut output);
         output.finish(&mut self.driver);
         self.http.rejected += 1;
         client.state = ClientState::Closing { linger: true };

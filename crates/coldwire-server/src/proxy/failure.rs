@@ -13,7 +13,10 @@
 use coldwire_http::{ResponseFraming, Status};
 use coldwire_io::Driver;
 
+use coldwire_cache::CacheStatus;
+
 use super::error::{ExchangeError, Retry, Side};
+use super::problem::{ProblemKind, connect_error_kind};
 use super::state::{Client, ClientState, Origin};
 use super::worker::{Step, Worker};
 use crate::output::Output;
@@ -37,6 +40,7 @@ impl<D: Driver> Worker<D> {
         error: Option<std::io::Error>,
     ) -> Step {
         let received_any = origin.received_any;
+        let connected = origin.connected;
         self.driver.close(origin.id);
         let Some(exchange) = client.state.exchange_mut() else {
             return Step::Close;
@@ -44,7 +48,15 @@ impl<D: Driver> Worker<D> {
         exchange.upstream.origin = None;
         match exchange.response.as_ref() {
             None => {
-                let mut failure = ExchangeError::origin(Status::BAD_GATEWAY);
+                let kind = match &error {
+                    Some(error) if !connected => connect_error_kind(error),
+                    _ if received_any => ProblemKind::HttpResponseIncomplete,
+                    _ => ProblemKind::ConnectionTerminated,
+                };
+                let mut failure = ExchangeError::origin_failed(kind);
+                if let Some(error) = &error {
+                    failure = failure.with_errno(error);
+                }
                 if exchange.upstream.reused && !received_any {
                     // A pooled connection the origin had closed: nothing of this request
                     // was answered.
@@ -70,6 +82,11 @@ impl<D: Driver> Worker<D> {
     /// The exchange's origin was silent for `--upstream-timeout`: 504 before the response
     /// started, a cut connection after.
     pub(super) fn exchange_origin_timer(&mut self, client: &mut Client, origin: Origin) -> Step {
+        let kind = if origin.connected {
+            ProblemKind::HttpResponseTimeout
+        } else {
+            ProblemKind::ConnectionTimeout
+        };
         self.driver.close(origin.id);
         let Some(exchange) = client.state.exchange_mut() else {
             return Step::Close;
@@ -82,9 +99,7 @@ impl<D: Driver> Worker<D> {
                 self.log_line(client, status, bytes, "aborted", None);
                 Step::Close
             }
-            None => {
-                self.fail_before_response(client, ExchangeError::origin(Status::GATEWAY_TIMEOUT))
-            }
+            None => self.fail_before_response(client, ExchangeError::origin_failed(kind)),
         }
     }
 
@@ -156,7 +171,25 @@ impl<D: Driver> Worker<D> {
         let keep_alive = exchange.request.keep_alive && !exchange.request.body_pending();
         let mut output = Output::new(client.session.id);
         let version = exchange.request.version;
-        self.answer_error(client, version, error.status, keep_alive, &mut output);
+        let upstream = &exchange.upstream;
+        let next_hop = match upstream.address {
+            Some(address) if address.ip().to_string() != upstream.host => {
+                format!("{}:{} ({address})", upstream.host, upstream.port)
+            }
+            Some(address) => address.to_string(),
+            None => format!("{}:{}", upstream.host, upstream.port),
+        };
+        let problem = error.problem(Some(next_hop));
+        let cache_status = (error.side == Side::Origin && self.config.cache.is_some())
+            .then(|| CacheStatus::forward(exchange.cache.forward));
+        self.answer_problem_with(
+            client,
+            &problem,
+            keep_alive,
+            cache_status,
+            version,
+            &mut output,
+        );
         output.finish(&mut self.driver);
         if !keep_alive {
             client.state = ClientState::Closing { linger: true };

@@ -160,9 +160,17 @@ impl<D: Driver> Worker<D> {
             }
         }
         if directives.only_if_cached {
-            let error = ExchangeError::cache(Status::GATEWAY_TIMEOUT);
+            let problem = ExchangeError::cache(Status::GATEWAY_TIMEOUT).problem(None);
             let (version, keep_alive) = (head.version(), head.keep_alive());
-            let routed = self.answer_error(client, version, error.status, keep_alive, output);
+            let cache_status = Some(CacheStatus::forward(Forward::UriMiss));
+            let routed = self.answer_problem_with(
+                client,
+                &problem,
+                keep_alive,
+                cache_status,
+                version,
+                output,
+            );
             return CacheDecision::Answered(routed);
         }
         for (name, value) in head.headers() {

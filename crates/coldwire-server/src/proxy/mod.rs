@@ -39,6 +39,7 @@ mod lookup;
 mod origin;
 pub mod policy;
 pub mod pool;
+pub mod problem;
 mod purge;
 mod request;
 pub mod resolver;

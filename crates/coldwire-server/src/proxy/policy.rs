@@ -7,6 +7,7 @@
 use coldwire_http::{HTTP_DATE_LEN, RequestHead, Status, Version, connection_header};
 use coldwire_io::Driver;
 
+use super::problem::{Problem, ProblemKind};
 use super::state::{Client, Routed};
 use super::worker::Worker;
 use crate::output::Output;
@@ -126,15 +127,10 @@ impl<D: Driver> Worker<D> {
         port: u16,
         output: &mut Output,
     ) -> Routed {
-        let text = connect_port_refusal(port);
-        let answer = TextAnswer {
-            version: head.version(),
-            status: Status::FORBIDDEN,
-            keep_alive: false,
-            text: &text,
-            cache: None,
-        };
-        self.answer_text(client, &answer, output)
+        let problem = Problem::new(Status::FORBIDDEN, ProblemKind::HttpRequestDenied)
+            .details(format!("CONNECT to port {port}"))
+            .advice(connect_port_refusal(port));
+        self.answer_problem(client, head.version(), &problem, false, output)
     }
 }
 

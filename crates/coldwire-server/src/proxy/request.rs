@@ -23,8 +23,9 @@
 use coldwire_http::{Parsed, RequestHead, parse_request};
 use coldwire_io::{Buffer, Driver, Flush};
 
-use super::error::ExchangeError;
+use super::error::{ExchangeError, request_error_problem};
 use super::lookup::CacheDecision;
+use super::problem::{Problem, ProblemKind};
 use super::purge::is_purge;
 use super::route::{Route, route};
 use super::state::{Client, ClientState, Parked, Routed};
@@ -69,7 +70,7 @@ impl<D: Driver> Worker<D> {
                 }
                 Err(error) => {
                     client.session.input = Some(input);
-                    rejected = Some(ExchangeError::from(error));
+                    rejected = Some(request_error_problem(&error, &self.config.runtime.limits));
                     break;
                 }
             };
@@ -86,7 +87,7 @@ impl<D: Driver> Worker<D> {
                     break;
                 }
                 Err(error) => {
-                    rejected = Some(error);
+                    rejected = Some(error.problem(None));
                     break;
                 }
             }
@@ -98,7 +99,7 @@ impl<D: Driver> Worker<D> {
         }
         output.finish(&mut self.driver);
         if let Some(error) = rejected {
-            return self.reject(client, error);
+            return self.reject(client, &error);
         }
         if let ClientState::Exchange(_) = client.state {
             // Whatever hits preceded the forwarded request go out now; the exchange's
@@ -129,9 +130,8 @@ impl<D: Driver> Worker<D> {
         let config = self.config.clone();
         let destination = match route(&config, client.denied, head)? {
             Route::Refused => {
-                let version = head.version();
-                let status = coldwire_http::Status::FORBIDDEN;
-                return Ok(self.answer_error(client, version, status, false, output));
+                let problem = refusal(client, &config.name);
+                return Ok(self.answer_problem(client, head.version(), &problem, false, output));
             }
             Route::PortRefused(port) => {
                 return Ok(self.refuse_connect_port(client, head, port, output));
@@ -181,4 +181,27 @@ impl<D: Driver> Worker<D> {
         let pending = std::mem::replace(output, Output::new(client.session.id));
         pending.finish(&mut self.driver);
     }
+}
+
+/// The answer to a request `route` refused: a client outside the ACL, or a forwarding
+/// loop (this proxy's name in `Via`).
+fn refusal(client: &Client, name: &str) -> Problem {
+    if client.denied {
+        let address = client.session.peer.ip();
+        return Problem::new(
+            coldwire_http::Status::FORBIDDEN,
+            ProblemKind::HttpRequestDenied,
+        )
+        .details(format!(
+            "client {address} is not allowed (loopback only by default)"
+        ))
+        .advice(format!(
+            "Start the proxy with --allow {address}/32 (or the client's network) to allow it."
+        ));
+    }
+    Problem::new(
+        coldwire_http::Status::FORBIDDEN,
+        ProblemKind::ProxyLoopDetected,
+    )
+    .details(format!("Via already names {name}"))
 }

@@ -15,6 +15,7 @@ use coldwire_io::{Chunk, ConnectionId, Driver, Flush};
 
 use super::exchange::RequestBody;
 use super::head::write_last_chunk_with_trailers;
+use super::problem::{Problem, ProblemKind};
 use super::state::{Client, ClientState, Origin};
 use super::worker::{Step, Worker};
 use crate::output::Output;
@@ -143,7 +144,9 @@ impl<D: Driver> Worker<D> {
             None => {
                 let mut output = Output::new(client.session.id);
                 let version = exchange.request.version;
-                self.answer_error(client, version, Status::BAD_REQUEST, false, &mut output);
+                let problem = Problem::new(Status::BAD_REQUEST, ProblemKind::HttpRequestError)
+                    .details("malformed request body (chunked framing)");
+                self.answer_problem(client, version, &problem, false, &mut output);
                 output.finish(&mut self.driver);
                 client.state = ClientState::Closing { linger: true };
             }

@@ -65,6 +65,7 @@ impl Service for ProxyService {
             stop: seat.stop,
             store: self.store.clone(),
             access_log: seat.access_log,
+            error_log: seat.error_log,
         }
     }
 }

@@ -14,6 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 use coldwire_http::{Status, Version};
 use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush};
 
+use super::problem::{Problem, ProblemKind, connect_problem};
 use super::resolver::Resolution;
 use super::splice::TunnelSplice;
 use super::state::{Client, ClientState, Origin, OriginState, Tunnel};
@@ -49,7 +50,12 @@ impl<D: Driver> Worker<D> {
                     .or_default()
                     .push(client.session.id);
             }
-            Err(_) => self.tunnel_refused(client),
+            Err(error) => {
+                let problem = Problem::new(Status::BAD_GATEWAY, ProblemKind::DnsError)
+                    .next_hop(format!("{host}:{port}"))
+                    .details(error);
+                self.tunnel_refused(client, &problem);
+            }
         }
     }
 
@@ -59,6 +65,9 @@ impl<D: Driver> Worker<D> {
             return Step::Close;
         };
         let address = SocketAddr::new(ip, tunnel.port);
+        if let Some(line) = client.request_line.as_mut() {
+            line.upstream = Some(address);
+        }
         match self.driver.connect(address) {
             Ok(id) => {
                 tunnel.origin = Some(id);
@@ -68,25 +77,27 @@ impl<D: Driver> Worker<D> {
                 self.put_origin(Origin::connecting(id, address, state));
                 Step::Keep
             }
-            Err(_) => self.tunnel_failed(client),
+            Err(error) => {
+                let problem = connect_problem(&error).next_hop(address.to_string());
+                self.tunnel_failed(client, &problem)
+            }
         }
     }
 
-    /// The tunnel cannot be opened: 502 queued, then close (lingering).
-    fn tunnel_refused(&mut self, client: &mut Client) {
+    /// The tunnel cannot be opened: the problem's answer queued, then close (lingering).
+    fn tunnel_refused(&mut self, client: &mut Client, problem: &Problem) {
         client.state = ClientState::Closing { linger: true };
         let mut output = Output::new(client.session.id);
-        let status = Status::BAD_GATEWAY;
-        self.answer_error(client, Version::Http11, status, false, &mut output);
+        self.answer_problem(client, Version::Http11, problem, false, &mut output);
         output.finish(&mut self.driver);
     }
 
-    /// The tunnel could not be opened: 502, then close.
-    pub(super) fn tunnel_failed(&mut self, client: &mut Client) -> Step {
+    /// The tunnel could not be opened: the problem's answer (502, 504), then close.
+    pub(super) fn tunnel_failed(&mut self, client: &mut Client, problem: &Problem) -> Step {
         if let Some(origin) = client.state.origin().and_then(|id| self.take_origin(id)) {
             self.driver.close(origin.id);
         }
-        self.tunnel_refused(client);
+        self.tunnel_refused(client, problem);
         self.flush_client(client)
     }
 
@@ -278,7 +289,11 @@ impl<D: Driver> Worker<D> {
     ) {
         if !origin.connected {
             // The connect failed (refused, unreachable): 502, as for a request.
-            self.tunnel_connect_failed(origin, client_id);
+            let problem = match &error {
+                Some(error) => connect_problem(error),
+                None => Problem::new(Status::BAD_GATEWAY, ProblemKind::ConnectionTerminated),
+            };
+            self.tunnel_connect_failed(origin, client_id, problem);
         } else if error.is_none() {
             self.tunnel_origin_finished(origin, client_id);
         } else {
@@ -294,17 +309,19 @@ impl<D: Driver> Worker<D> {
         if origin.connected {
             self.put_origin(origin);
         } else {
-            self.tunnel_connect_failed(origin, client_id);
+            let problem = Problem::new(Status::GATEWAY_TIMEOUT, ProblemKind::ConnectionTimeout);
+            self.tunnel_connect_failed(origin, client_id, problem);
         }
     }
 
-    fn tunnel_connect_failed(&mut self, origin: Origin, client_id: ConnectionId) {
+    fn tunnel_connect_failed(&mut self, origin: Origin, client_id: ConnectionId, problem: Problem) {
+        let problem = problem.next_hop(origin.address.to_string());
         self.driver.close(origin.id);
         if let Some(mut client) = self.take_client(client_id) {
             if let Some(tunnel) = client.state.tunnel_mut() {
                 tunnel.origin = None;
             }
-            let step = self.tunnel_failed(&mut client);
+            let step = self.tunnel_failed(&mut client, &problem);
             self.put_client(client, step);
         }
     }

@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 
 use coldwire_http::fields::{comma_list, strip_parameters};
 use coldwire_http::{BodyFraming, Method, RequestHead, Status};
+
+use super::problem::{Problem, ProblemKind, local_connect_error_kind};
 use coldwire_io::Driver;
 
 use super::error::ExchangeError;
@@ -105,7 +107,10 @@ impl<D: Driver> Worker<D> {
                     .or_default()
                     .push(client.session.id);
             }
-            Err(_) => self.end_with_error(client, ExchangeError::origin(Status::BAD_GATEWAY)),
+            Err(_) => {
+                let error = ExchangeError::origin_failed(ProblemKind::DnsError);
+                self.end_with_error(client, error);
+            }
         }
     }
 
@@ -130,9 +135,14 @@ impl<D: Driver> Worker<D> {
                         self.open_upstream(&mut client, SocketAddr::new(*ip, port));
                         self.flush_if_ended(&mut client)
                     }
-                    (Err(_), true) => self.tunnel_failed(&mut client),
+                    (Err(error), true) => {
+                        let problem = Problem::new(Status::BAD_GATEWAY, ProblemKind::DnsError)
+                            .next_hop(name.as_str())
+                            .details(error.as_str());
+                        self.tunnel_failed(&mut client, &problem)
+                    }
                     (Err(_), false) => {
-                        let error = ExchangeError::origin(Status::BAD_GATEWAY);
+                        let error = ExchangeError::origin_failed(ProblemKind::DnsError);
                         self.fail_before_response(&mut client, error)
                     }
                 };
@@ -148,6 +158,9 @@ impl<D: Driver> Worker<D> {
             return;
         };
         exchange.upstream.address = Some(address);
+        if let Some(line) = client.request_line.as_mut() {
+            line.upstream = Some(address);
+        }
         let pooled = if exchange.upstream.retried {
             None
         } else {
@@ -164,8 +177,10 @@ impl<D: Driver> Worker<D> {
                     exchange.upstream.reused = false;
                     Origin::connecting(id, address, OriginState::Exchange(client_id))
                 }
-                Err(_) => {
-                    self.end_with_error(client, ExchangeError::origin(Status::BAD_GATEWAY));
+                Err(error) => {
+                    let kind = local_connect_error_kind(&error);
+                    let failure = ExchangeError::origin_failed(kind).with_errno(&error);
+                    self.end_with_error(client, failure);
                     return;
                 }
             },

@@ -23,6 +23,7 @@ use super::pool::Pool;
 use super::resolver::Resolver;
 use super::state::{Client, ClientState, Origin, OriginState, Peer};
 use crate::access_log::AccessLog;
+use crate::error_log::ErrorLog;
 use crate::session::Phase;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 use crate::worker::loop_timeout;
@@ -43,6 +44,8 @@ pub struct ProxyWorkerContext {
     pub store: Option<Arc<Store>>,
     /// The access log file, when logging.
     pub access_log: Option<Arc<File>>,
+    /// The error log.
+    pub error_log: ErrorLog,
 }
 
 /// Whether a connection stays after a step.
@@ -70,6 +73,7 @@ pub(super) struct Worker<D: Driver> {
     pub(super) drain_deadline: Option<Instant>,
     pub(super) clients: usize,
     pub(super) log: Option<AccessLog>,
+    pub(super) error_log: ErrorLog,
     /// Background revalidations (`stale-while-revalidate`), started on first use.
     pub(super) revalidator: Option<super::revalidator::Revalidator>,
     /// Requests waiting for other fetches of their keys (collapsed forwarding).
@@ -86,6 +90,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         stop: context.stop,
         store: context.store,
         access_log: context.access_log,
+        error_log: context.error_log,
     };
     let mut worker = Worker::new(driver, parts)?;
     worker.listener = Some(listener);
@@ -101,6 +106,7 @@ pub(super) struct WorkerParts {
     pub(super) stop: Arc<AtomicBool>,
     pub(super) store: Option<Arc<Store>>,
     pub(super) access_log: Option<Arc<File>>,
+    pub(super) error_log: ErrorLog,
 }
 
 impl<D: Driver> Worker<D> {
@@ -132,7 +138,10 @@ impl<D: Driver> Worker<D> {
             listener: None,
             drain_deadline: None,
             clients: 0,
-            log: parts.access_log.map(AccessLog::new),
+            log: parts
+                .access_log
+                .map(|file| AccessLog::with_format(file, config.runtime.access_log_format)),
+            error_log: parts.error_log,
             revalidator: None,
             followers: super::collapse::Followers::default(),
             config,

@@ -8,6 +8,9 @@ use std::time::Duration;
 use coldwire_http::Limits;
 use coldwire_io::Backend;
 
+use crate::access_log::AccessLogFormat;
+use crate::error_log::ErrorLogConfig;
+
 /// What every server (origin, proxy) is told the same way.
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -33,8 +36,12 @@ pub struct RuntimeConfig {
     /// Most connections open at once, over all workers (a proxy counts its upstream
     /// connections too).
     pub max_connections: usize,
-    /// Access log (off when `None`).
+    /// Access log (off when `None`; `-` is stdout).
     pub access_log: Option<PathBuf>,
+    /// How access-log lines are written.
+    pub access_log_format: AccessLogFormat,
+    /// The error log: where (stderr by default), how much, how fast.
+    pub error_log: ErrorLogConfig,
     /// JSON stats endpoint address (off when `None`).
     pub admin: Option<SocketAddr>,
     /// On shutdown, how long in-flight responses may take before connections are cut.
@@ -61,6 +68,8 @@ impl RuntimeConfig {
             linger_timeout: Duration::from_secs(2),
             max_connections: 19_000,
             access_log: None,
+            access_log_format: AccessLogFormat::Clf,
+            error_log: ErrorLogConfig::default(),
             admin: None,
             shutdown_grace: Duration::from_secs(10),
             backlog: 4096,

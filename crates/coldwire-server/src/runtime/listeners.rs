@@ -73,10 +73,18 @@ pub(crate) fn bind_workers(
     Ok((listeners, local_addr))
 }
 
-/// Opens the access log the workers share, appending (created if missing).
+/// Opens the access log the workers share, appending (created if missing); `-` is stdout.
 pub(crate) fn open_access_log(path: Option<&Path>) -> Result<Option<Arc<File>>, ServerError> {
     path.map(|path| {
-        let file = OpenOptions::new().create(true).append(true).open(path);
+        let file = if path.as_os_str() == "-" {
+            use std::os::fd::AsFd;
+            std::io::stdout()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(File::from)
+        } else {
+            OpenOptions::new().create(true).append(true).open(path)
+        };
         file.map(Arc::new).map_err(|source| ServerError::AccessLog {
             path: path.to_path_buf(),
             source,

@@ -14,6 +14,7 @@ use super::config::RuntimeConfig;
 use super::listeners::{bind_admin, bind_workers, open_access_log, worker_driver_config};
 use crate::admin::serve_admin;
 use crate::error::ServerError;
+use crate::error_log::ErrorLog;
 use crate::spawn::{WorkerLoop, spawn_worker};
 use crate::stats::Stats;
 use crate::system;
@@ -34,6 +35,8 @@ pub struct WorkerSeat {
     pub stop: Arc<AtomicBool>,
     /// The access log file, when logging.
     pub access_log: Option<Arc<File>>,
+    /// The error log (a handle on its writer thread).
+    pub error_log: ErrorLog,
 }
 
 /// A worker's seat and its service's configuration: what most services' workers start
@@ -120,6 +123,15 @@ impl<S: Service> Running<S> {
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
         let access_log = open_access_log(runtime.access_log.as_deref())?;
+        let error_log =
+            ErrorLog::open(&runtime.error_log).map_err(|source| ServerError::ErrorLog {
+                path: runtime
+                    .error_log
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| "stderr".into()),
+                source,
+            })?;
         let stats = Arc::new(service.stats(Stats::new(runtime.backend.name(), workers)));
         let stop = Arc::new(AtomicBool::new(false));
         let driver_config = service.driver_config(worker_driver_config(
@@ -140,6 +152,7 @@ impl<S: Service> Running<S> {
                 stats: stats.clone(),
                 stop: stop.clone(),
                 access_log: access_log.clone(),
+                error_log: error_log.clone(),
             };
             let work = service.worker(seat);
             let (waker, thread) = spawn_worker(runtime.backend, &driver_config, uring, work)?;

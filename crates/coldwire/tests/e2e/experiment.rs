@@ -161,3 +161,32 @@ fn a_failing_experiment_does_not_stop_the_next_one() {
         "cold-scaling"
     );
 }
+
+/// Run outside the repository (no `experiments/` where it runs), `coldwire experiment`
+/// finds its built-in scenarios.
+#[test]
+fn experiments_run_from_outside_the_repository_with_built_in_scenarios() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_coldwire"))
+        .args([
+            "experiment",
+            "slot-alloc",
+            "--quick",
+            "--machine",
+            "test",
+            "--results",
+            "r",
+        ])
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("run coldwire");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr:\n{stderr}");
+    assert!(
+        elsewhere
+            .path()
+            .join("r/slot-alloc/experiment.json")
+            .is_file(),
+        "stderr:\n{stderr}"
+    );
+}

@@ -7,9 +7,11 @@
 //! Tests run in parallel threads as in any test binary (`--test-threads`); those that must
 //! not overlap (thousands of idle connections) serialise on a lock of their own.
 
+mod access_log_formats;
 mod bench;
 mod experiment;
 mod experiment_splice_peers;
+mod help_and_readme;
 mod origin;
 mod process_lifecycle;
 mod proxy;

@@ -141,3 +141,72 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
     assert_eq!(lines.lines().count(), 4, "access log:\n{lines}");
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// `coldwire serve ... 2>&1 | head -2` exactly: stdout and stderr are one pipe whose reader
+/// leaves after two lines. The access log (`--access-log -`) and the error log (stderr)
+/// then write into the closed pipe; the server keeps answering and SIGTERM still stops it
+/// with status 0.
+#[test]
+fn sigterm_stops_a_server_after_head_2_closed_its_only_pipe() {
+    use std::io::BufRead;
+    let (reader, writer) = std::io::pipe().unwrap();
+    let root = docs_root();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_coldwire"))
+        .args(serve_args(
+            &root,
+            &[
+                "--workers",
+                "1",
+                "--access-log",
+                "-",
+                "--error-log-level",
+                "info",
+            ],
+        ))
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(reader).lines();
+    let mut address = None;
+    for _ in 0..2 {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(found) = line.rsplit("http://").next().and_then(|a| a.parse().ok()) {
+            address = Some(found);
+        }
+    }
+    let address: SocketAddr = address.expect("the address line among the first two");
+    // `head` exits: the pipe's only reader is gone.
+    drop(lines);
+    for _ in 0..3 {
+        // An access-log line to stdout, and an error-log line to stderr, both EPIPE.
+        assert!(get(address, "/bench.md").starts_with("HTTP/1.1 200"));
+        let mut stream = TcpStream::connect(address).unwrap();
+        stream.write_all(b"NOT HTTP\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    }
+    // Lines are flushed at least once a second: let them meet the closed pipe.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(get(address, "/bench.md").starts_with("HTTP/1.1 200"));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "SIGTERM after head -2: {status:?}"
+    );
+}

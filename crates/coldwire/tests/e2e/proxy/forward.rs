@@ -384,9 +384,13 @@ pub(super) fn access_log_has_a_line_per_response_with_cache_status(backend: &str
         lines[0].contains(&format!("{request} miss 0.")),
         "{lines:?}"
     );
-    assert!(lines[1].ends_with(&format!("{request} hit -")), "{lines:?}");
     assert!(
-        lines[2].contains(&format!("\"CONNECT {} HTTP/1.1\" 403", origin.address)),
+        lines[1].ends_with(&format!("{request} hit - -")),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].contains(&format!("\"CONNECT {} HTTP/1.1\" 403", origin.address))
+            && lines[2].ends_with(" - - http_request_denied"),
         "{lines:?}"
     );
 }

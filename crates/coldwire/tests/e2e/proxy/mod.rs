@@ -7,10 +7,12 @@
 //! to a TLS server, and 1 MiB bodies byte for byte.
 
 mod cache;
+mod errors;
 mod forward;
 mod tunnel;
 
 use cache::*;
+use errors::*;
 use forward::*;
 use tunnel::*;
 
@@ -44,4 +46,14 @@ coldwire_testkit::backend_tests! {
     stale_while_revalidate_answers_at_once_and_refreshes_once,
     stale_if_error_answers_when_the_origin_fails,
     concurrent_misses_send_one_request_to_the_origin,
+    refused_origin_says_connection_refused_everywhere,
+    unknown_host_is_a_dns_error,
+    silent_origin_is_a_response_timeout,
+    origin_closing_without_an_answer_is_connection_terminated,
+    half_a_response_head_is_incomplete,
+    garbage_from_the_origin_is_a_protocol_error,
+    malformed_and_oversized_requests_are_request_errors,
+    a_forwarding_loop_is_detected,
+    only_if_cached_with_nothing_stored_is_an_internal_response,
+    refused_tunnels_say_why,
 }
