@@ -206,6 +206,7 @@ impl<D: Driver> PopulationEngine<D> {
         self.phase = 0;
         self.phase_start = start;
         let mut phase_end = start + phases[0].1;
+        self.population.phase_started(0, start);
         observer.phase_started(0);
         let mut next_progress = start;
         let mut drain_until = None;
@@ -232,6 +233,7 @@ impl<D: Driver> PopulationEngine<D> {
                 if self.phase < phases.len() {
                     self.phase_start = phase_end.min(now);
                     phase_end = self.phase_start + phases[self.phase].1;
+                    self.population.phase_started(self.phase, self.phase_start);
                     observer.phase_started(self.phase);
                 }
             }

@@ -74,6 +74,10 @@ pub trait Population {
     /// How many users there can be (the most that are ever active).
     fn users(&self) -> usize;
 
+    /// Phase `phase` begins at `at` (a workload whose behaviour changes with the phase —
+    /// recurrence, a working set that stops growing — takes note).
+    fn phase_started(&mut self, _phase: usize, _at: Instant) {}
+
     /// How many users are active at `elapsed` into phase `phase` (users `0..n`).
     fn active_users(&self, phase: usize, elapsed: Duration) -> usize;
 
