@@ -29,6 +29,7 @@ pub mod engine;
 pub mod inspect;
 pub mod recorder;
 pub mod run;
+pub mod summary;
 
 pub use engine::{PopulationConfig, PopulationEngine};
 pub use recorder::{PopulationPhase, PopulationRecorder};
