@@ -11,6 +11,7 @@ mod bench;
 mod experiment;
 mod experiment_splice_peers;
 mod origin;
+mod polymix;
 mod process_lifecycle;
 mod proxy;
 mod proxy_collapse;
