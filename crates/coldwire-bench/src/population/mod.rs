@@ -25,6 +25,7 @@ use bytes::Bytes;
 
 use crate::schedule::Random;
 
+mod connections;
 pub mod engine;
 pub mod inspect;
 pub mod recorder;
