@@ -41,6 +41,7 @@ coldwire_io::for_each_backend!(
     consecutive_files_on_different_connections_arrive_intact,
     closing_a_blocked_file_send_frees_the_slot,
     connects_sends_before_established_and_reports_refusal,
+    connects_from_a_source_address,
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
 );
@@ -502,4 +503,18 @@ fn io_uring_tests_print_skipped_where_seccomp_refuses_io_uring() {
         );
         assert!(stdout.contains("1 passed"), "{test} ran: {stdout}");
     }
+}
+
+/// `connect_from` binds the source address before connecting (a load generator's users
+/// each with their own); an address that is not this host's fails at once.
+fn connects_from_a_source_address<D: Driver>(mut driver: D) {
+    let (listener, address) = listener();
+    let source: std::net::IpAddr = "127.0.0.9".parse().unwrap();
+    let id = driver.connect_from(address, source).unwrap();
+    let (_server_side, peer) = listener.accept().unwrap();
+    assert_eq!(peer.ip(), source);
+    driver.close(id);
+    let foreign: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+    let error = driver.connect_from(address, foreign).unwrap_err();
+    assert_eq!(error.raw_os_error(), Some(libc::EADDRNOTAVAIL), "{error}");
 }

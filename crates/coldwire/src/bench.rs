@@ -171,6 +171,21 @@ pub struct BenchArgs {
         help_heading = "Trace replay"
     )]
     pub replay_max_requests: u64,
+    /// What the requests are: `urls` (the --url list) or `polymix` (Web Polygraph's
+    /// PolyMix-4 robots; without --url the bench starts coldwire origin servers, WAN
+    /// relays and a coldwire proxy itself — docs/polymix.md).
+    #[arg(long, default_value = "urls", value_name = "NAME", value_parser = ["urls", "polymix"])]
+    pub workload: String,
+    /// The PolyMix scenario file (TOML; unknown keys are errors; what it leaves out keeps
+    /// PolyMix-4's values).
+    #[arg(long, value_name = "FILE", requires = "workload")]
+    pub scenario: Option<PathBuf>,
+    /// PolyMix scaled to run in under a minute (200 robots; ramp, fill, top, decline in 45 s).
+    #[arg(long)]
+    pub quick: bool,
+    /// PolyMix robots at 100% population (overrides the scenario's robots.count).
+    #[arg(long, value_name = "N")]
+    pub robots: Option<usize>,
 }
 
 fn parse_rate(text: &str) -> Result<Rate, String> {
@@ -368,6 +383,12 @@ pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Resul
 /// Runs `coldwire bench`.
 pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let stop = stop_on_signal();
+    if arguments.workload == "polymix" {
+        return crate::polymix::run(&arguments, &stop);
+    }
+    if arguments.quick || arguments.scenario.is_some() || arguments.robots.is_some() {
+        bail!("--quick, --scenario and --robots are PolyMix's: add --workload polymix");
+    }
     if let Some(trace) = &arguments.replay {
         return crate::replay::run(&arguments, trace, &stop);
     }

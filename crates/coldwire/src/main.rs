@@ -6,6 +6,7 @@ mod bench;
 mod cli;
 mod experiment;
 mod origin;
+mod polymix;
 mod proxy;
 mod replay;
 mod report;

@@ -25,10 +25,12 @@ use bytes::Bytes;
 
 use crate::schedule::Random;
 
+mod connections;
 pub mod engine;
 pub mod inspect;
 pub mod recorder;
 pub mod run;
+pub mod summary;
 
 pub use engine::{PopulationConfig, PopulationEngine};
 pub use recorder::{PopulationPhase, PopulationRecorder};
@@ -73,6 +75,10 @@ pub trait Population {
 
     /// How many users there can be (the most that are ever active).
     fn users(&self) -> usize;
+
+    /// Phase `phase` begins at `at` (a workload whose behaviour changes with the phase —
+    /// recurrence, a working set that stops growing — takes note).
+    fn phase_started(&mut self, _phase: usize, _at: Instant) {}
 
     /// How many users are active at `elapsed` into phase `phase` (users `0..n`).
     fn active_users(&self, phase: usize, elapsed: Duration) -> usize;

@@ -27,6 +27,7 @@ use crate::config::LoadConfig;
 use crate::error::BenchError;
 use crate::schedule::Random;
 
+pub mod polymix;
 pub mod urls;
 
 /// Which request an arrival makes: where it goes and which of the workload's requests it

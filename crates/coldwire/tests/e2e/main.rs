@@ -13,6 +13,7 @@ mod experiment;
 mod experiment_splice_peers;
 mod help_and_readme;
 mod origin;
+mod polymix;
 mod process_lifecycle;
 mod proxy;
 mod proxy_collapse;
