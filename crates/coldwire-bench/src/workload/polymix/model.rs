@@ -1,5 +1,5 @@
 //! The robots' choices, as Web Polygraph makes them (`src/runtime/PopModel.cc`,
-//! `src/xstd/rndDistrs.cc`; `../shared/reference/workloads-and-loadgens.md` §1.3–1.4):
+//! `src/xstd/rndDistrs.cc`, `workloads/include/polymix-4-guts.pg`):
 //!
 //! * **Recurrence**: with probability `recurrence × phase factor` a request repeats an
 //!   object already requested; otherwise it asks for a new one (the next id). A repeat of

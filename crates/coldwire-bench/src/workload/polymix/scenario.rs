@@ -1,6 +1,6 @@
 //! The PolyMix scenario: every parameter of the robots, their requests, the popularity
 //! model and the phases, with Web Polygraph's PolyMix-4 values as defaults
-//! (`polymix-4-guts.pg`, `../shared/reference/workloads-and-loadgens.md` §1.3–1.5), a
+//! (`polymix-4-guts.pg`, `benches.pg`, Polygraph's PolyMix-4 documentation), a
 //! `--quick` scale, and a TOML form (`--scenario FILE`; unknown keys are errors, a key
 //! left out keeps its default). Durations are written `20min`, `4h`, `2.5s`.
 //!
