@@ -40,6 +40,17 @@ pub enum Command {
     Experiment(crate::experiment::ExperimentArgs),
     /// Build a self-contained HTML report from experiment result directories.
     Report(crate::report::ReportArgs),
+    /// Check a configuration file (`--config`): every table, key and value, each error at
+    /// its line and column; exit status 0 when it is valid, 78 when not.
+    CheckConfig(CheckConfigArgs),
+}
+
+/// `coldwire check-config`.
+#[derive(Debug, Args)]
+pub struct CheckConfigArgs {
+    /// The TOML file to check.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 /// `coldwire serve`.

@@ -64,7 +64,7 @@ fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
 
 /// Runs the simulator until a termination signal.
 pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let summary = format!(
         "coldwire origin: mean object {:.1} KB, think {:?} ± {:?}, backend {}, {} worker(s); \
          Ctrl-C stops",

@@ -83,7 +83,7 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
 
 /// Runs the proxy until a termination signal.
 pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let backend = config.runtime.backend;
     let workers = config.runtime.workers;
     let reverse = match &config.mode {

@@ -17,7 +17,7 @@ fn config(arguments: ServeArgs) -> anyhow::Result<ServeConfig> {
 
 /// Runs the server until a termination signal.
 pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let backend = config.runtime.backend;
     let workers = config.runtime.workers;
     let max_connections = config.runtime.max_connections as u64;

@@ -136,7 +136,7 @@ fn config(arguments: WanArgs) -> anyhow::Result<WanConfig> {
 
 /// Runs the relay until a termination signal.
 pub fn run(arguments: WanArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let summary = format!(
         "coldwire wan: to {}, delay {:?} up / {:?} down, jitter {:?}, bandwidth {}, loss {}%, \
          backend {}, {} worker(s); Ctrl-C stops",
