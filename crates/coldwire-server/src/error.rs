@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum ServerError {
     /// The document root cannot be opened.
-    #[error("cannot open document root {path}: {source} — pass an existing directory with --root")]
+    #[error("cannot open document root {path}: {source} — {}", root_fix(source))]
     Root {
         /// The root given.
         path: PathBuf,
@@ -87,5 +87,16 @@ fn listen_fix(address: SocketAddr, error: &io::Error, flag: &str) -> String {
              with {flag}"
         ),
         _ => format!("pick another address or port with {flag}"),
+    }
+}
+
+/// What to do when the document root cannot be opened.
+fn root_fix(error: &io::Error) -> &'static str {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            "let the server's user read it (chmod/chown, or run as its owner), or pass another \
+             directory with --root"
+        }
+        _ => "pass an existing directory with --root",
     }
 }

@@ -10,6 +10,8 @@ pub mod config;
 pub mod console;
 pub mod error;
 pub mod file_cache;
+pub mod log_files;
+pub mod notify;
 pub mod origin;
 pub mod output;
 pub mod proxy;

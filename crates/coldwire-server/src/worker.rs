@@ -19,6 +19,7 @@ use coldwire_io::{Buffer, Completion, ConnectionId, Driver, Flush, ListenerId};
 
 use crate::access_log::AccessLog;
 use crate::config::ServeConfig;
+use crate::runtime::LiveView;
 use crate::file_cache::FileCache;
 use crate::origin::{Responder, error_response};
 use crate::output::Output;
@@ -43,6 +44,8 @@ pub struct WorkerContext {
     pub stop: Arc<AtomicBool>,
     /// The access log file, when logging.
     pub access_log: Option<Arc<File>>,
+    /// Where a reloaded configuration comes from (taken at the next loop turn).
+    pub live: Option<LiveView<ServeConfig>>,
 }
 
 enum Step {
@@ -55,6 +58,7 @@ struct Worker<D: Driver> {
     sessions: Vec<Option<Session>>,
     files: FileCache,
     config: Arc<ServeConfig>,
+    live: Option<LiveView<ServeConfig>>,
     date: DateCache,
     wall_clock: SystemTime,
     path: Vec<u8>,
@@ -112,6 +116,7 @@ pub fn run_worker<D: Driver>(mut driver: D, context: WorkerContext) -> io::Resul
         drain_deadline: None,
         open: 0,
         config,
+        live: context.live,
     };
     worker.run()
 }
@@ -121,6 +126,9 @@ impl<D: Driver> Worker<D> {
         loop {
             let timeout = self.wait_timeout();
             self.driver.wait(timeout)?;
+            if let Some(config) = self.live.as_mut().and_then(LiveView::changed) {
+                self.config = config;
+            }
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
             while let Some(completion) = self.driver.next_completion() {

@@ -68,7 +68,7 @@ fn server_status(error: &ServerError) -> u8 {
         _ => otherwise,
     };
     match error {
-        ServerError::Root { source, .. } => by_kind(source.kind(), NO_INPUT),
+        ServerError::Root { .. } => NO_INPUT,
         ServerError::Listen { source, .. } | ServerError::Admin { source, .. } => {
             by_kind(source.kind(), OS_ERROR)
         }

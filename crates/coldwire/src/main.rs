@@ -10,6 +10,7 @@ mod exit_status;
 mod experiment;
 mod origin;
 mod proxy;
+mod reload;
 mod report;
 mod runtime_args;
 mod serve;

@@ -83,6 +83,7 @@ pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
     let stop = origin.stop_handle();
     system::stop_on_termination_signal("coldwire origin", "finishing answers", move || stop.stop())
         .context("cannot start the signal thread")?;
+    coldwire_server::notify::notify("READY=1");
     origin
         .join()
         .context("coldwire origin stopped with an error")?;

@@ -103,12 +103,23 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
         coldwire_server::console::out(format_args!("stats on http://{admin}/stats"));
     }
     let stop = proxy.stop_handle();
-    system::stop_on_termination_signal(
-        "coldwire proxy",
-        "finishing in-flight exchanges",
-        move || stop.stop(),
-    )
+    let reloader = proxy.reload_handle();
+    system::take_signals(system::SignalActions {
+        program: "coldwire proxy",
+        message: "finishing in-flight exchanges",
+        stop: Box::new(move || stop.stop()),
+        reload: Some(Box::new(move || {
+            crate::reload::reload("coldwire proxy", |command| match command {
+                crate::cli::Command::Proxy(arguments) => {
+                    Ok(reloader.reload(self::config(arguments)?)?)
+                }
+                _ => anyhow::bail!("the command line is no longer `coldwire proxy`"),
+            })
+        })),
+        upgrade: None,
+    })
     .context("cannot start the signal thread")?;
+    coldwire_server::notify::notify("READY=1");
     proxy
         .join()
         .context("coldwire proxy stopped with an error")?;

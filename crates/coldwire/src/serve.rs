@@ -40,12 +40,23 @@ pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
         coldwire_server::console::out(format_args!("stats on http://{admin}/stats"));
     }
     let stop = server.stop_handle();
-    system::stop_on_termination_signal(
-        "coldwire serve",
-        "finishing in-flight responses",
-        move || stop.stop(),
-    )
+    let reloader = server.reload_handle();
+    system::take_signals(system::SignalActions {
+        program: "coldwire serve",
+        message: "finishing in-flight responses",
+        stop: Box::new(move || stop.stop()),
+        reload: Some(Box::new(move || {
+            crate::reload::reload("coldwire serve", |command| match command {
+                crate::cli::Command::Serve(arguments) => {
+                    Ok(reloader.reload(self::config(arguments)?)?)
+                }
+                _ => anyhow::bail!("the command line is no longer `coldwire serve`"),
+            })
+        })),
+        upgrade: None,
+    })
     .context("cannot start the signal thread")?;
+    coldwire_server::notify::notify("READY=1");
     server
         .join()
         .context("coldwire serve stopped with an error")?;

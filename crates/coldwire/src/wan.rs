@@ -163,6 +163,7 @@ pub fn run(arguments: WanArgs) -> anyhow::Result<()> {
         stop.stop()
     })
     .context("cannot start the signal thread")?;
+    coldwire_server::notify::notify("READY=1");
     relay.join().context("coldwire wan stopped with an error")?;
     Ok(())
 }

@@ -10,13 +10,14 @@ use coldwire_io::Driver;
 use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
-use crate::runtime::{Running, RuntimeConfig, Service, WorkerSeat};
+use crate::runtime::{Live, ReloadHandle, Running, RuntimeConfig, Service, WorkerSeat};
 use crate::spawn::WorkerLoop;
 use crate::stats::Stats;
 
 /// The caching proxy, ready to run.
 pub struct ProxyService {
     config: Arc<ProxyConfig>,
+    live: Arc<Live<ProxyConfig>>,
     store: Option<Arc<Store>>,
 }
 
@@ -30,8 +31,10 @@ impl Running<ProxyService> {
         let store = config
             .cache
             .map(|store| Arc::new(Store::new(store).with_targets(targets)));
+        let config = Arc::new(config);
         Running::start_service(ProxyService {
-            config: Arc::new(config),
+            live: Live::new(config.clone()),
+            config,
             store,
         })
     }
@@ -39,6 +42,36 @@ impl Running<ProxyService> {
     /// The shared cache, when caching is on.
     pub fn store(&self) -> Option<Arc<Store>> {
         self.service().store.clone()
+    }
+}
+
+impl ReloadHandle<ProxyService> {
+    /// Reloads the configuration while running (SIGHUP): the ACL, CONNECT ports, client
+    /// and upstream timeouts, collapsed forwarding, stale serving, revalidation, the
+    /// access log's path take effect for what starts from now (exchanges under way finish
+    /// as they started). What cannot change live is kept as it was and named in the
+    /// result: the runtime's fixed settings ([`RuntimeConfig::keep_fixed`]), the mode
+    /// (`--reverse`), the cache's size and largest object (the store is built on them),
+    /// the upstream pool's size.
+    pub fn reload(&self, mut new: ProxyConfig) -> Result<Vec<&'static str>, ServerError> {
+        let old = self.service().live.current();
+        let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
+        if new.mode != old.mode {
+            new.mode = old.mode.clone();
+            kept.push("--reverse");
+        }
+        let size = |config: &ProxyConfig| config.cache.map(|cache| (cache.capacity, cache.max_object));
+        if size(&new) != size(&old) {
+            new.cache = old.cache;
+            kept.push("--cache-bytes / --max-object-bytes");
+        }
+        if new.pool_per_origin != old.pool_per_origin {
+            new.pool_per_origin = old.pool_per_origin;
+            kept.push("--pool-per-origin");
+        }
+        self.service().live.replace(new);
+        self.wake();
+        Ok(kept)
     }
 }
 
@@ -65,6 +98,7 @@ impl Service for ProxyService {
             stop: seat.stop,
             store: self.store.clone(),
             access_log: seat.access_log,
+            live: Some(self.live.view()),
         }
     }
 }

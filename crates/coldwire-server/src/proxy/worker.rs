@@ -23,6 +23,7 @@ use super::pool::Pool;
 use super::resolver::Resolver;
 use super::state::{Client, ClientState, Origin, OriginState, Peer};
 use crate::access_log::AccessLog;
+use crate::runtime::LiveView;
 use crate::session::Phase;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 use crate::worker::loop_timeout;
@@ -43,6 +44,8 @@ pub struct ProxyWorkerContext {
     pub store: Option<Arc<Store>>,
     /// The access log file, when logging.
     pub access_log: Option<Arc<File>>,
+    /// Where a reloaded configuration comes from (taken at the next loop turn).
+    pub live: Option<LiveView<ProxyConfig>>,
 }
 
 /// Whether a connection stays after a step.
@@ -55,6 +58,7 @@ pub(super) struct Worker<D: Driver> {
     pub(super) driver: D,
     pub(super) peers: Vec<Option<Peer>>,
     pub(super) config: Arc<ProxyConfig>,
+    live: Option<LiveView<ProxyConfig>>,
     pub(super) store: Option<Arc<Store>>,
     pub(super) pool: Pool,
     pub(super) resolver: Resolver,
@@ -86,6 +90,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         stop: context.stop,
         store: context.store,
         access_log: context.access_log,
+        live: context.live,
     };
     let mut worker = Worker::new(driver, parts)?;
     worker.listener = Some(listener);
@@ -101,6 +106,7 @@ pub(super) struct WorkerParts {
     pub(super) stop: Arc<AtomicBool>,
     pub(super) store: Option<Arc<Store>>,
     pub(super) access_log: Option<Arc<File>>,
+    pub(super) live: Option<LiveView<ProxyConfig>>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -136,6 +142,7 @@ impl<D: Driver> Worker<D> {
             revalidator: None,
             followers: super::collapse::Followers::default(),
             config,
+            live: parts.live,
         })
     }
 
@@ -143,6 +150,9 @@ impl<D: Driver> Worker<D> {
         loop {
             let timeout = loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref());
             self.driver.wait(timeout)?;
+            if let Some(config) = self.live.as_mut().and_then(LiveView::changed) {
+                self.config = config;
+            }
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
             self.handle_completions();

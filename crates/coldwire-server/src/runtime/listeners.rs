@@ -2,7 +2,7 @@
 //! no other process listens on, the stats endpoint's socket, the access log file, and each
 //! worker's driver settings.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
@@ -73,11 +73,11 @@ pub(crate) fn bind_workers(
     Ok((listeners, local_addr))
 }
 
-/// Opens the access log the workers share, appending (created if missing).
+/// Opens the access log the workers share, appending (created if missing), reopened by
+/// SIGUSR1 ([`crate::log_files`]).
 pub(crate) fn open_access_log(path: Option<&Path>) -> Result<Option<Arc<File>>, ServerError> {
     path.map(|path| {
-        let file = OpenOptions::new().create(true).append(true).open(path);
-        file.map(Arc::new).map_err(|source| ServerError::AccessLog {
+        crate::log_files::open(path).map_err(|source| ServerError::AccessLog {
             path: path.to_path_buf(),
             source,
         })

@@ -84,6 +84,7 @@ pub struct Running<S: Service> {
     workers: Vec<JoinHandle<std::io::Result<()>>>,
     admin: Option<JoinHandle<()>>,
     stats: Arc<Stats>,
+    access_log: Option<Arc<File>>,
 }
 
 /// A cloneable handle that asks the server to shut down (for the signal thread).
@@ -102,6 +103,60 @@ impl StopHandle {
             let _ = waker.wake();
         }
     }
+}
+
+/// A cloneable handle that reloads a running server's configuration (for the signal
+/// thread); each service adds its `reload` (`ReloadHandle<ProxyService>::reload`).
+pub struct ReloadHandle<S> {
+    service: Arc<S>,
+    access_log: Option<Arc<File>>,
+    wakers: Vec<Waker>,
+}
+
+impl<S> Clone for ReloadHandle<S> {
+    fn clone(&self) -> Self {
+        ReloadHandle {
+            service: self.service.clone(),
+            access_log: self.access_log.clone(),
+            wakers: self.wakers.clone(),
+        }
+    }
+}
+
+impl<S: Service> ReloadHandle<S> {
+    /// The service being run.
+    pub fn service(&self) -> &S {
+        &self.service
+    }
+
+    /// For a reload: what of `new` cannot change while running is put back to `old`
+    /// ([`RuntimeConfig::keep_fixed`]) and named; a new access-log path takes effect now
+    /// (the workers' log moves there). Then publish the service's configuration and call
+    /// [`Running::wake`].
+    pub fn reload_runtime(
+        &self,
+        old: &RuntimeConfig,
+        new: &mut RuntimeConfig,
+    ) -> Result<Vec<&'static str>, ServerError> {
+        let kept = old.keep_fixed(new);
+        if let (Some(file), Some(path)) = (&self.access_log, &new.access_log)
+            && old.access_log.as_ref() != Some(path)
+        {
+            crate::log_files::move_to(file, path).map_err(|source| ServerError::AccessLog {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(kept)
+    }
+
+    /// Wakes every worker (after a new configuration was published, so they take it now).
+    pub fn wake(&self) {
+        for waker in &self.wakers {
+            let _ = waker.wake();
+        }
+    }
+
 }
 
 impl<S: Service> Running<S> {
@@ -157,6 +212,7 @@ impl<S: Service> Running<S> {
             workers: threads,
             admin,
             stats,
+            access_log,
         })
     }
 
@@ -183,6 +239,15 @@ impl<S: Service> Running<S> {
     /// The live statistics.
     pub fn stats(&self) -> Arc<Stats> {
         self.stats.clone()
+    }
+
+    /// A handle to reload the configuration from another thread (SIGHUP).
+    pub fn reload_handle(&self) -> ReloadHandle<S> {
+        ReloadHandle {
+            service: self.service.clone(),
+            access_log: self.access_log.clone(),
+            wakers: self.wakers.clone(),
+        }
     }
 
     /// A handle to stop the server from another thread.

@@ -36,6 +36,7 @@ impl Harness {
             stop: Arc::new(AtomicBool::new(false)),
             store: store.clone(),
             access_log: None,
+            live: None,
         };
         let worker = Worker::new(MockDriver::new(), parts).expect("worker");
         Harness { worker, store }
