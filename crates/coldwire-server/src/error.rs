@@ -57,6 +57,13 @@ pub enum ServerError {
         /// What failed.
         source: io::Error,
     },
+    /// Passing listening sockets between processes (binary upgrade, systemd socket
+    /// activation) failed.
+    #[error("socket hand-over: {message} — see docs/operations.md (Binary upgrade, systemd)")]
+    Handover {
+        /// What went wrong.
+        message: String,
+    },
     /// Any other system error during start-up.
     #[error("{context}: {source}")]
     System {

@@ -78,7 +78,11 @@ pub fn move_to(file: &Arc<File>, path: &Path) -> io::Result<()> {
     replace(file, path)?;
     let mut logs = LOGS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     for log in logs.iter_mut() {
-        if log.file.upgrade().is_some_and(|live| Arc::ptr_eq(&live, file)) {
+        if log
+            .file
+            .upgrade()
+            .is_some_and(|live| Arc::ptr_eq(&live, file))
+        {
             log.path = path.to_path_buf();
         }
     }

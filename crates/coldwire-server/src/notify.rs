@@ -35,6 +35,18 @@ pub fn notify(state: &str) {
     let _ = try_notify(state);
 }
 
+/// Says the server serves: to the old process of a binary upgrade, if this is its new
+/// one ([`crate::runtime::handover::announce_ready`]), and to systemd — `READY=1`, with
+/// `MAINPID` after an upgrade, so that systemd follows the new process (the unit needs
+/// `NotifyAccess=all` for that).
+pub fn ready() {
+    if crate::runtime::handover::announce_ready() {
+        notify(&format!("MAINPID={}\nREADY=1", std::process::id()));
+    } else {
+        notify("READY=1");
+    }
+}
+
 /// `RELOADING=1` with the `MONOTONIC_USEC` systemd wants for `Type=notify-reload`.
 pub fn reloading() {
     let mut now = libc::timespec {

@@ -59,6 +59,10 @@ pub struct Session {
     /// Bytes not yet received by the client when the write deadline was last armed: the
     /// deadline passes only if none of them left since (progress detection).
     pub progress_mark: u64,
+    /// Whether a request has started on this connection: a graceful stop closes idle
+    /// connections that carried requests at once, but not fresh ones, whose first request
+    /// may be on its way (the client would see its new connection closed unanswered).
+    pub used: bool,
 }
 
 impl Session {
@@ -74,6 +78,7 @@ impl Session {
             due,
             armed: None,
             progress_mark: 0,
+            used: false,
         }
     }
 
@@ -130,6 +135,7 @@ impl Session {
             driver.adjust_active(if phase.is_active() { 1 } else { -1 });
         }
         self.phase = phase;
+        self.used |= phase.is_active();
     }
 }
 

@@ -160,7 +160,10 @@ pub fn take_signals(actions: SignalActions) -> io::Result<()> {
 /// writing where they did).
 fn reopen_logs(program: &str) {
     let (reopened, failed) = crate::log_files::reopen_all();
-    let names: Vec<String> = reopened.iter().map(|path| path.display().to_string()).collect();
+    let names: Vec<String> = reopened
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
     crate::console::err(format_args!(
         "{program}: SIGUSR1, reopened {} log file(s){}{}",
         reopened.len(),

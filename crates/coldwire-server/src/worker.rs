@@ -19,10 +19,10 @@ use coldwire_io::{Buffer, Completion, ConnectionId, Driver, Flush, ListenerId};
 
 use crate::access_log::AccessLog;
 use crate::config::ServeConfig;
-use crate::runtime::LiveView;
 use crate::file_cache::FileCache;
 use crate::origin::{Responder, error_response};
 use crate::output::Output;
+use crate::runtime::LiveView;
 use crate::session::{Phase, Session, append_input};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
@@ -466,12 +466,15 @@ impl<D: Driver> Worker<D> {
         if let Some(listener) = self.listener.take() {
             self.driver.close_listener(listener);
         }
-        // Idle connections have nothing in flight: close them now.
+        // Idle connections that carried requests have nothing in flight: close them now
+        // (a client whose next request crosses the close retries it on a new connection).
+        // Fresh ones may have their first request on its way: it is answered with
+        // `Connection: close`; otherwise they close at their idle timeout or the deadline.
         let idle: Vec<ConnectionId> = self
             .sessions
             .iter()
             .flatten()
-            .filter(|session| session.phase == Phase::Idle)
+            .filter(|session| session.phase == Phase::Idle && session.used)
             .map(|session| session.id)
             .collect();
         for id in idle {

@@ -73,7 +73,9 @@ fn server_status(error: &ServerError) -> u8 {
             by_kind(source.kind(), OS_ERROR)
         }
         ServerError::AccessLog { source, .. } => by_kind(source.kind(), CANNOT_CREATE),
-        ServerError::Backend { .. } | ServerError::System { .. } => OS_ERROR,
+        ServerError::Backend { .. } | ServerError::System { .. } | ServerError::Handover { .. } => {
+            OS_ERROR
+        }
         ServerError::Worker { .. } => SOFTWARE,
         _ => FAILURE,
     }

@@ -81,9 +81,18 @@ pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
         coldwire_server::outln!("stats on http://{admin}/stats");
     }
     let stop = origin.stop_handle();
-    system::stop_on_termination_signal("coldwire origin", "finishing answers", move || stop.stop())
-        .context("cannot start the signal thread")?;
-    coldwire_server::notify::notify("READY=1");
+    system::take_signals(system::SignalActions {
+        program: "coldwire origin",
+        message: "finishing answers",
+        stop: Box::new(move || stop.stop()),
+        reload: None,
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire origin",
+            origin.upgrade_handle(),
+        )),
+    })
+    .context("cannot start the signal thread")?;
+    coldwire_server::notify::ready();
     origin
         .join()
         .context("coldwire origin stopped with an error")?;

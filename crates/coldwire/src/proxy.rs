@@ -116,10 +116,13 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
                 _ => anyhow::bail!("the command line is no longer `coldwire proxy`"),
             })
         })),
-        upgrade: None,
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire proxy",
+            proxy.upgrade_handle(),
+        )),
     })
     .context("cannot start the signal thread")?;
-    coldwire_server::notify::notify("READY=1");
+    coldwire_server::notify::ready();
     proxy
         .join()
         .context("coldwire proxy stopped with an error")?;

@@ -53,10 +53,13 @@ pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
                 _ => anyhow::bail!("the command line is no longer `coldwire serve`"),
             })
         })),
-        upgrade: None,
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire serve",
+            server.upgrade_handle(),
+        )),
     })
     .context("cannot start the signal thread")?;
-    coldwire_server::notify::notify("READY=1");
+    coldwire_server::notify::ready();
     server
         .join()
         .context("coldwire serve stopped with an error")?;

@@ -60,7 +60,8 @@ impl ReloadHandle<ProxyService> {
             new.mode = old.mode.clone();
             kept.push("--reverse");
         }
-        let size = |config: &ProxyConfig| config.cache.map(|cache| (cache.capacity, cache.max_object));
+        let size =
+            |config: &ProxyConfig| config.cache.map(|cache| (cache.capacity, cache.max_object));
         if size(&new) != size(&old) {
             new.cache = old.cache;
             kept.push("--cache-bytes / --max-object-bytes");

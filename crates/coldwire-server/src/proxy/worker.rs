@@ -327,6 +327,7 @@ impl<D: Driver> Worker<D> {
             .filter_map(|peer| match peer {
                 Peer::Client(client)
                     if client.session.phase == Phase::Idle
+                        && client.session.used
                         && matches!(client.state, ClientState::Requests) =>
                 {
                     Some(client.session.id)

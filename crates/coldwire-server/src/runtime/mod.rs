@@ -18,12 +18,14 @@
 
 mod config;
 mod draining;
+pub mod handover;
 mod listeners;
 mod live;
 mod running;
 
 pub use config::RuntimeConfig;
 pub use draining::Draining;
+pub use handover::UpgradeHandle;
 pub use live::{Live, LiveView};
 pub use running::{ReloadHandle, Running, Seated, Service, StopHandle, WorkerSeat};
 

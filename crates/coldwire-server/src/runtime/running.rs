@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use coldwire_io::{Backend, DriverConfig, UringOptions, Waker};
 
 use super::config::RuntimeConfig;
+use super::handover::{self, UpgradeHandle};
 use super::listeners::{bind_admin, bind_workers, open_access_log, worker_driver_config};
 use crate::admin::serve_admin;
 use crate::error::ServerError;
@@ -85,6 +86,9 @@ pub struct Running<S: Service> {
     admin: Option<JoinHandle<()>>,
     stats: Arc<Stats>,
     access_log: Option<Arc<File>>,
+    /// Copies of the listening sockets, for a binary upgrade.
+    handover: Arc<Vec<TcpListener>>,
+    handover_admin: Option<Arc<TcpListener>>,
 }
 
 /// A cloneable handle that asks the server to shut down (for the signal thread).
@@ -156,7 +160,6 @@ impl<S: Service> ReloadHandle<S> {
             let _ = waker.wake();
         }
     }
-
 }
 
 impl<S: Service> Running<S> {
@@ -165,12 +168,29 @@ impl<S: Service> Running<S> {
     /// workers and the stats endpoint.
     pub fn start_service(service: S) -> Result<Running<S>, ServerError> {
         let open_files_limit = raise_open_files_limit()?;
+        handover::remember_executable();
         service.check()?;
         let runtime = service.runtime().clone();
         probe_backend(runtime.backend)?;
         let workers = runtime.workers.max(1);
-        let (listeners, local_addr) = bind_workers(runtime.listen, runtime.backlog, workers)?;
-        let admin_listener = bind_admin(runtime.admin)?;
+        let (inherited, inherited_admin) = match handover::take_inherited()? {
+            Some((listeners, admin)) => (Some(listeners), admin),
+            None => (None, None),
+        };
+        let (listeners, local_addr) =
+            bind_workers(runtime.listen, runtime.backlog, workers, inherited)?;
+        let admin_listener = match inherited_admin.filter(|_| runtime.admin.is_some()) {
+            Some(listener) => Some(listener),
+            None => bind_admin(runtime.admin)?,
+        };
+        let keep = |listener: &TcpListener| {
+            listener.try_clone().map_err(|source| ServerError::System {
+                context: "cannot keep a listening socket for a binary upgrade",
+                source,
+            })
+        };
+        let handover = listeners.iter().map(keep).collect::<Result<Vec<_>, _>>()?;
+        let handover_admin = admin_listener.as_ref().map(keep).transpose()?;
         let admin_addr = admin_listener
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
@@ -213,6 +233,8 @@ impl<S: Service> Running<S> {
             admin,
             stats,
             access_log,
+            handover: Arc::new(handover),
+            handover_admin: handover_admin.map(Arc::new),
         })
     }
 
@@ -250,6 +272,15 @@ impl<S: Service> Running<S> {
         }
     }
 
+    /// A handle for a binary upgrade from another thread (SIGUSR2).
+    pub fn upgrade_handle(&self) -> UpgradeHandle {
+        UpgradeHandle {
+            listeners: self.handover.clone(),
+            admin: self.handover_admin.clone(),
+            stop: self.stop_handle(),
+        }
+    }
+
     /// A handle to stop the server from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
@@ -279,11 +310,21 @@ impl<S: Service> Running<S> {
         }
         self.stop.store(true, Ordering::SeqCst);
         if let Some(admin) = self.admin {
-            // Unblock its accept; it sees `stop` and returns.
-            if let Some(address) = self.admin_addr {
-                let _ = std::net::TcpStream::connect(address);
+            // Unblock its accept; it sees `stop` and returns. After a binary upgrade the
+            // socket is shared with the new process, which may take the connection: try
+            // a few times, then leave the thread to end with the process.
+            for _ in 0..50 {
+                if admin.is_finished() {
+                    break;
+                }
+                if let Some(address) = self.admin_addr {
+                    let _ = std::net::TcpStream::connect(address);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            let _ = admin.join();
+            if admin.is_finished() {
+                let _ = admin.join();
+            }
         }
         result
     }

@@ -21,5 +21,6 @@ mod proxy_smuggling;
 mod proxy_splice;
 mod report;
 mod serve;
+mod upgrade;
 mod uring_refused;
 mod wan;

@@ -73,7 +73,15 @@ coldwire_testkit::backend_tests! {
 fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend: &str) {
     let directory = tempfile::tempdir().unwrap();
     let (origin, origin_address) = start(
-        &["serve", "--root", &docs_root(), "--listen", "127.0.0.1:0", "--workers", "1"],
+        &[
+            "serve",
+            "--root",
+            &docs_root(),
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ],
         &[],
     );
     // A CONNECT target that only needs to accept.
@@ -93,9 +101,8 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
     write_config("8443");
     let config_text = config.to_string_lossy().into_owned();
     let (proxy, proxy_address) = start(&["proxy", "--config", &config_text], &[]);
-    let get = format!(
-        "GET http://{origin_address}/bench.md HTTP/1.1\r\nHost: {origin_address}\r\n\r\n"
-    );
+    let get =
+        format!("GET http://{origin_address}/bench.md HTTP/1.1\r\nHost: {origin_address}\r\n\r\n");
     let connect = format!(
         "CONNECT 127.0.0.1:{target_port} HTTP/1.1\r\nHost: 127.0.0.1:{target_port}\r\n\r\n"
     );
@@ -105,14 +112,22 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
         .unwrap();
     assert_eq!(request(&mut kept, &get), 200);
     let mut refused = BufReader::new(TcpStream::connect(proxy_address).unwrap());
-    assert_eq!(request(&mut refused, &connect), 403, "port not in the ACL yet");
+    assert_eq!(
+        request(&mut refused, &connect),
+        403,
+        "port not in the ACL yet"
+    );
 
     write_config(&format!("8443, {target_port}"));
     let mut proxy = proxy;
     proxy.signal(libc::SIGHUP).unwrap();
     wait_for_stderr(&proxy, "SIGHUP, configuration reloaded");
 
-    assert_eq!(request(&mut kept, &get), 200, "the keep-alive connection carries on");
+    assert_eq!(
+        request(&mut kept, &get),
+        200,
+        "the keep-alive connection carries on"
+    );
     let mut allowed = BufReader::new(TcpStream::connect(proxy_address).unwrap());
     allowed
         .get_mut()
@@ -131,7 +146,10 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
     .unwrap();
     proxy.signal(libc::SIGHUP).unwrap();
     let tail = wait_for_stderr(&proxy, "not changed while running");
-    assert!(tail.contains("--listen") && tail.contains("--workers"), "{tail}");
+    assert!(
+        tail.contains("--listen") && tail.contains("--workers"),
+        "{tail}"
+    );
     assert_eq!(request(&mut kept, &get), 200);
     // A broken file changes nothing, and says so.
     std::fs::write(&config, "[proxy]\nlisten = 3\nnonsense = 1\n").unwrap();
@@ -154,8 +172,17 @@ fn sigusr1_reopens_the_access_log_after_rotation_losing_no_line(backend: &str) {
     let root = docs_root();
     let (mut server, address) = start(
         &[
-            "serve", "--root", &root, "--listen", "127.0.0.1:0", "--workers", "2", "--io", backend,
-            "--access-log", &log_text,
+            "serve",
+            "--root",
+            &root,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+            "--io",
+            backend,
+            "--access-log",
+            &log_text,
         ],
         &[],
     );
@@ -183,9 +210,15 @@ fn sigusr1_reopens_the_access_log_after_rotation_losing_no_line(backend: &str) {
     for number in 0..40 {
         let field = format!("/bench.md?n={number} ");
         let count = old.matches(&field).count() + new.matches(&field).count();
-        assert_eq!(count, 1, "request {number}: {count} lines\nold:\n{old}\nnew:\n{new}");
+        assert_eq!(
+            count, 1,
+            "request {number}: {count} lines\nold:\n{old}\nnew:\n{new}"
+        );
         if number >= 20 {
-            assert!(new.contains(&field), "request {number} after SIGUSR1 not in the new file");
+            assert!(
+                new.contains(&field),
+                "request {number} after SIGUSR1 not in the new file"
+            );
         }
     }
 }
@@ -201,7 +234,15 @@ fn systemd_is_told_ready_and_stopping() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let (server, _) = start(
-        &["serve", "--root", &docs_root(), "--listen", "127.0.0.1:0", "--workers", "1"],
+        &[
+            "serve",
+            "--root",
+            &docs_root(),
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ],
         &[("NOTIFY_SOCKET", &socket_path)],
     );
     let mut buffer = [0u8; 256];
@@ -235,7 +276,11 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
     let bad_config = directory.path().join("bad.toml");
     std::fs::write(&bad_config, "[serve]\nroot = \"/srv\"\nworkres = 2\n").unwrap();
     let bad_config = bad_config.to_string_lossy().into_owned();
-    let missing = directory.path().join("missing").to_string_lossy().into_owned();
+    let missing = directory
+        .path()
+        .join("missing")
+        .to_string_lossy()
+        .into_owned();
     let no_directory_log = directory
         .path()
         .join("no/such/access.log")
@@ -269,7 +314,15 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
             &["--idle-timeout", "30s"],
         ),
         (
-            &["serve", "--root", &root, "--listen", "127.0.0.1:0", "--access-log", &no_directory_log],
+            &[
+                "serve",
+                "--root",
+                &root,
+                "--listen",
+                "127.0.0.1:0",
+                "--access-log",
+                &no_directory_log,
+            ],
             73,
             &["access log", "writable"],
         ),
@@ -297,7 +350,12 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
 fn a_privileged_port_without_the_privilege_is_status_77() {
     let binary = env!("CARGO_BIN_EXE_coldwire");
     let output = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
         .args([binary, "proxy", "--listen", "127.0.0.1:81"])
         .stdin(Stdio::null())
         .output();
@@ -321,7 +379,10 @@ fn every_example_configuration_is_valid() {
     let mut checked = 0;
     for entry in std::fs::read_dir(examples).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|extension| extension == "toml") {
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "toml")
+        {
             let (code, stderr) = run(&["check-config", &path.to_string_lossy()]);
             assert_eq!(code, Some(0), "{}: {stderr}", path.display());
             checked += 1;
