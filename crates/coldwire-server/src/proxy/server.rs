@@ -51,8 +51,9 @@ impl ReloadHandle<ProxyService> {
     /// access log's path take effect for what starts from now (exchanges under way finish
     /// as they started). What cannot change live is kept as it was and named in the
     /// result: the runtime's fixed settings ([`RuntimeConfig::keep_fixed`]), the mode
-    /// (`--reverse`), the cache's size and largest object (the store is built on them),
-    /// the upstream pool's size.
+    /// (`--reverse`), the cache's size and largest object,
+    /// the targeted cache-control field (all three the store is built on), the upstream
+    /// pool's size.
     pub fn reload(&self, mut new: ProxyConfig) -> Result<Vec<&'static str>, ServerError> {
         let old = self.service().live.current();
         let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
@@ -65,6 +66,10 @@ impl ReloadHandle<ProxyService> {
         if size(&new) != size(&old) {
             new.cache = old.cache;
             kept.push("--cache-bytes / --max-object-bytes");
+        }
+        if new.targeted_cache_control != old.targeted_cache_control {
+            new.targeted_cache_control = old.targeted_cache_control.clone();
+            kept.push("--targeted-cache-control");
         }
         if new.pool_per_origin != old.pool_per_origin {
             new.pool_per_origin = old.pool_per_origin;
