@@ -105,11 +105,13 @@ fn adopt(fd: RawFd) -> Result<TcpListener, String> {
     Ok(socket.into())
 }
 
+/// Inherited sockets: the workers' listeners, and the stats endpoint's if handed over.
+pub(crate) type Inherited = (Vec<TcpListener>, Option<TcpListener>);
+
 /// The listening sockets this process inherited — from an upgrading coldwire
 /// (`COLDWIRE_LISTEN_FDS`) or from systemd (`LISTEN_FDS`) — and the stats socket if one
 /// was handed over too. `None`: nothing inherited (bind as usual). Taken once per process.
-pub(crate) fn take_inherited()
--> Result<Option<(Vec<TcpListener>, Option<TcpListener>)>, ServerError> {
+pub(crate) fn take_inherited() -> Result<Option<Inherited>, ServerError> {
     let mut taken = TAKEN
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
