@@ -49,10 +49,11 @@ impl ReloadHandle<ProxyService> {
     /// Reloads the configuration while running (SIGHUP): the ACL, CONNECT ports, client
     /// and upstream timeouts, collapsed forwarding, stale serving, revalidation, the
     /// access log's path take effect for what starts from now (exchanges under way finish
-    /// as they started). What cannot change live is kept as it was and named in the
-    /// result: the runtime's fixed settings ([`RuntimeConfig::keep_fixed`]), the mode
-    /// (`--reverse`), the cache's size and largest object,
-    /// the targeted cache-control field (all three the store is built on), the upstream
+    /// as they started); the cache's budget and per-object limit change at once (a
+    /// smaller budget evicts, [`coldwire_cache::Store::set_limits`]). What cannot change
+    /// live is kept as it was and named in the result: the runtime's fixed settings
+    /// ([`RuntimeConfig::keep_fixed`]), the mode (`--reverse`), turning the cache on or
+    /// off, the targeted cache-control field (the store is built on it), the upstream
     /// pool's size.
     pub fn reload(&self, mut new: ProxyConfig) -> Result<Vec<&'static str>, ServerError> {
         let old = self.service().live.current();
@@ -61,11 +62,15 @@ impl ReloadHandle<ProxyService> {
             new.mode = old.mode.clone();
             kept.push("--reverse");
         }
-        let size =
-            |config: &ProxyConfig| config.cache.map(|cache| (cache.capacity, cache.max_object));
-        if size(&new) != size(&old) {
-            new.cache = old.cache;
-            kept.push("--cache-bytes / --max-object-bytes");
+        match (&self.service().store, old.cache, new.cache) {
+            (Some(store), Some(_), Some(cache)) => {
+                store.set_limits(cache.capacity, cache.max_object);
+            }
+            (_, before, after) if before.is_some() != after.is_some() => {
+                new.cache = old.cache;
+                kept.push("--cache-bytes 0 (turning the cache on or off)");
+            }
+            _ => {}
         }
         if new.targeted_cache_control != old.targeted_cache_control {
             new.targeted_cache_control = old.targeted_cache_control.clone();

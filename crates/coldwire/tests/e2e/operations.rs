@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use coldwire_process::{Process, Stderr};
 use coldwire_testkit::coldwire;
-use coldwire_testkit::response::read_response;
+use coldwire_testkit::response::{Response, read_response};
 
 /// A started `coldwire` and the address of its first `http://` stdout line.
 fn start(args: &[&str], environment: &[(&str, &Path)]) -> (Process, SocketAddr) {
@@ -47,9 +47,13 @@ fn wait_for_stderr(process: &Process, text: &str) -> String {
 
 /// One request on a keep-alive connection; the status.
 fn request(stream: &mut BufReader<TcpStream>, request: &str) -> u16 {
+    exchange(stream, request).status
+}
+
+/// One request on a keep-alive connection; the response.
+fn exchange(stream: &mut BufReader<TcpStream>, request: &str) -> Response {
     stream.get_mut().write_all(request.as_bytes()).unwrap();
-    let response = read_response(stream, false).expect("a response");
-    response.status
+    read_response(stream, false).expect("a response")
 }
 
 fn docs_root() -> String {
@@ -67,9 +71,10 @@ coldwire_testkit::backend_tests! {
     sigusr1_reopens_the_access_log_after_rotation_losing_no_line,
 }
 
-/// The CONNECT port ACL (`connect-port`) changes in the file; after SIGHUP a CONNECT the
-/// proxy refused is let through, and a keep-alive connection opened before the reload
-/// keeps being served.
+/// The CONNECT port ACL (`connect-port`) and the cache's object limit change in the file;
+/// after SIGHUP a CONNECT the proxy refused is let through and a response it would have
+/// stored is too large, and a keep-alive connection opened before the reload keeps being
+/// served.
 fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend: &str) {
     let directory = tempfile::tempdir().unwrap();
     let (origin, origin_address) = start(
@@ -88,17 +93,18 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
     let target = TcpListener::bind("127.0.0.1:0").unwrap();
     let target_port = target.local_addr().unwrap().port();
     let config = directory.path().join("proxy.toml");
-    let write_config = |ports: &str| {
+    let write_config = |ports: &str, max_object: u32| {
         std::fs::write(
             &config,
             format!(
                 "[proxy]\nlisten = \"127.0.0.1:0\"\nworkers = 1\nio = \"{backend}\"\n\
-                 connect-port = [{ports}]\nidle-timeout = \"30s\"\n"
+                 connect-port = [{ports}]\nidle-timeout = \"30s\"\n\
+                 max-object-bytes = {max_object}\n"
             ),
         )
         .unwrap();
     };
-    write_config("8443");
+    write_config("8443", 1_000_000);
     let config_text = config.to_string_lossy().into_owned();
     let (proxy, proxy_address) = start(&["proxy", "--config", &config_text], &[]);
     let get =
@@ -118,7 +124,7 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
         "port not in the ACL yet"
     );
 
-    write_config(&format!("8443, {target_port}"));
+    write_config(&format!("8443, {target_port}"), 1_000);
     let mut proxy = proxy;
     proxy.signal(libc::SIGHUP).unwrap();
     wait_for_stderr(&proxy, "SIGHUP, configuration reloaded");
@@ -128,6 +134,13 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
         200,
         "the keep-alive connection carries on"
     );
+    let other = get.replace("/bench.md", "/proxy.md");
+    let response = exchange(&mut kept, &other);
+    let cache_status = response
+        .header("cache-status")
+        .unwrap_or_default()
+        .to_owned();
+    assert!(cache_status.contains("too-large"), "{cache_status}");
     let mut allowed = BufReader::new(TcpStream::connect(proxy_address).unwrap());
     allowed
         .get_mut()
