@@ -166,11 +166,22 @@ pub fn announce_ready() -> bool {
     true
 }
 
+/// Copies of a running server's listening sockets, kept for an upgrade; `None` once the
+/// server stops (its stop closes them, so that the sockets close with the workers').
+pub(crate) type KeptSockets = Arc<Mutex<Option<Kept>>>;
+
+/// The sockets a server hands over.
+pub(crate) struct Kept {
+    /// The workers' listening sockets.
+    pub(crate) listeners: Vec<TcpListener>,
+    /// The stats endpoint's.
+    pub(crate) admin: Option<TcpListener>,
+}
+
 /// What SIGUSR2 needs of a running server: the sockets to hand over and its stop.
 #[derive(Clone)]
 pub struct UpgradeHandle {
-    pub(super) listeners: Arc<Vec<TcpListener>>,
-    pub(super) admin: Option<Arc<TcpListener>>,
+    pub(super) kept: KeptSockets,
     pub(super) stop: StopHandle,
 }
 
@@ -184,9 +195,17 @@ impl UpgradeHandle {
             .cloned()
             .flatten()
             .ok_or_else(|| fail("the executable's path is unknown".to_owned()))?;
+        // Held until the new process is started: a stop meanwhile cannot close them.
+        let kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(sockets) = kept.as_ref() else {
+            return Err(fail("the server is stopping".to_owned()));
+        };
         let (mut ready_read, ready_write) =
             std::io::pipe().map_err(|error| fail(format!("cannot make a pipe: {error}")))?;
-        let mut inherited: Vec<RawFd> = self.listeners.iter().map(AsRawFd::as_raw_fd).collect();
+        let mut inherited: Vec<RawFd> = sockets.listeners.iter().map(AsRawFd::as_raw_fd).collect();
         let listen_list = join(&inherited);
         let mut command = std::process::Command::new(&executable);
         command
@@ -197,7 +216,7 @@ impl UpgradeHandle {
             .env_remove("LISTEN_PID")
             .env_remove("LISTEN_FDNAMES")
             .env_remove(ADMIN_FD_VARIABLE);
-        if let Some(admin) = &self.admin {
+        if let Some(admin) = &sockets.admin {
             command.env(ADMIN_FD_VARIABLE, admin.as_raw_fd().to_string());
             inherited.push(admin.as_raw_fd());
         }
@@ -222,6 +241,7 @@ impl UpgradeHandle {
             ))
         })?;
         drop(ready_write);
+        drop(kept);
         match wait_ready(&mut ready_read, READY_WAIT) {
             Ok(()) => {
                 self.stop.stop();

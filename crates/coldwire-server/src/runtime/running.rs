@@ -4,14 +4,14 @@
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use coldwire_io::{Backend, DriverConfig, UringOptions, Waker};
 
 use super::config::RuntimeConfig;
-use super::handover::{self, UpgradeHandle};
+use super::handover::{self, Kept, KeptSockets, UpgradeHandle};
 use super::listeners::{bind_admin, bind_workers, open_access_log, worker_driver_config};
 use crate::admin::serve_admin;
 use crate::error::ServerError;
@@ -87,8 +87,8 @@ pub struct Running<S: Service> {
     stats: Arc<Stats>,
     access_log: Option<Arc<File>>,
     /// Copies of the listening sockets, for a binary upgrade.
-    handover: Arc<Vec<TcpListener>>,
-    handover_admin: Option<Arc<TcpListener>>,
+    /// Copies of the listening sockets, for a binary upgrade.
+    kept: KeptSockets,
 }
 
 /// A cloneable handle that asks the server to shut down (for the signal thread).
@@ -96,12 +96,21 @@ pub struct Running<S: Service> {
 pub struct StopHandle {
     stop: Arc<AtomicBool>,
     wakers: Vec<Waker>,
+    kept: KeptSockets,
 }
 
 impl StopHandle {
     /// Stops accepting, lets in-flight responses finish within the grace period, then the
     /// workers exit.
     pub fn stop(&self) {
+        // The copies kept for an upgrade go first: once the workers close theirs, the
+        // sockets are closed and new connections refused.
+        drop(
+            self.kept
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take(),
+        );
         self.stop.store(true, Ordering::SeqCst);
         for waker in &self.wakers {
             let _ = waker.wake();
@@ -189,8 +198,10 @@ impl<S: Service> Running<S> {
                 source,
             })
         };
-        let handover = listeners.iter().map(keep).collect::<Result<Vec<_>, _>>()?;
-        let handover_admin = admin_listener.as_ref().map(keep).transpose()?;
+        let kept = Kept {
+            listeners: listeners.iter().map(keep).collect::<Result<Vec<_>, _>>()?,
+            admin: admin_listener.as_ref().map(keep).transpose()?,
+        };
         let admin_addr = admin_listener
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
@@ -233,8 +244,7 @@ impl<S: Service> Running<S> {
             admin,
             stats,
             access_log,
-            handover: Arc::new(handover),
-            handover_admin: handover_admin.map(Arc::new),
+            kept: Arc::new(Mutex::new(Some(kept))),
         })
     }
 
@@ -275,8 +285,7 @@ impl<S: Service> Running<S> {
     /// A handle for a binary upgrade from another thread (SIGUSR2).
     pub fn upgrade_handle(&self) -> UpgradeHandle {
         UpgradeHandle {
-            listeners: self.handover.clone(),
-            admin: self.handover_admin.clone(),
+            kept: self.kept.clone(),
             stop: self.stop_handle(),
         }
     }
@@ -286,6 +295,7 @@ impl<S: Service> Running<S> {
         StopHandle {
             stop: self.stop.clone(),
             wakers: self.wakers.clone(),
+            kept: self.kept.clone(),
         }
     }
 
