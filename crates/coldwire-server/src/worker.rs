@@ -201,10 +201,6 @@ impl<D: Driver> Worker<D> {
             Completion::Accepted {
                 connection, peer, ..
             } => {
-                if self.drain_deadline.is_some() {
-                    self.driver.close(connection);
-                    return;
-                }
                 let index = connection.index();
                 if index >= self.sessions.len() {
                     self.sessions.resize_with(index + 1, || None);
@@ -212,6 +208,11 @@ impl<D: Driver> Worker<D> {
                 let now = self.driver.now();
                 let mut session = Session::new(connection, peer, now);
                 session.set_deadline(&mut self.driver, now + self.config.runtime.idle_timeout);
+                if self.drain_deadline.is_some() {
+                    // Accepted as the listener closed (a completion already queued): its
+                    // request is answered with `Connection: close`, if it comes soon.
+                    session.drain_idle(&mut self.driver);
+                }
                 self.sessions[index] = Some(session);
                 self.open += 1;
                 self.driver.recv(connection);
@@ -468,18 +469,23 @@ impl<D: Driver> Worker<D> {
         }
         // Idle connections that carried requests have nothing in flight: close them now
         // (a client whose next request crosses the close retries it on a new connection).
-        // Fresh ones may have their first request on its way: it is answered with
-        // `Connection: close`; otherwise they close at their idle timeout or the deadline.
+        // Fresh ones may have their first request on its way: they get a moment for it
+        // (answered with `Connection: close`), then close (`Session::drain_idle`).
         let idle: Vec<ConnectionId> = self
             .sessions
             .iter()
             .flatten()
-            .filter(|session| session.phase == Phase::Idle && session.used)
+            .filter(|session| session.phase == Phase::Idle)
             .map(|session| session.id)
             .collect();
         for id in idle {
-            if let Some(session) = self.take_session(id) {
-                self.close(session);
+            if let Some(mut session) = self.take_session(id) {
+                let step = if session.drain_idle(&mut self.driver) {
+                    Step::Close
+                } else {
+                    Step::Keep
+                };
+                self.put_back(session, step);
             }
         }
     }

@@ -327,7 +327,6 @@ impl<D: Driver> Worker<D> {
             .filter_map(|peer| match peer {
                 Peer::Client(client)
                     if client.session.phase == Phase::Idle
-                        && client.session.used
                         && matches!(client.state, ClientState::Requests) =>
                 {
                     Some(client.session.id)
@@ -335,9 +334,16 @@ impl<D: Driver> Worker<D> {
                 _ => None,
             })
             .collect();
+        // Used ones close now; fresh ones get a moment for a first request on its way
+        // (`Session::drain_idle`).
         for id in idle {
-            if let Some(client) = self.take_client(id) {
-                self.close_client(client);
+            if let Some(mut client) = self.take_client(id) {
+                let step = if client.session.drain_idle(&mut self.driver) {
+                    Step::Close
+                } else {
+                    Step::Keep
+                };
+                self.put_client(client, step);
             }
         }
         for id in self.pool.drain() {
