@@ -10,7 +10,7 @@
 //!   is not ready in time, the old one serves on and says why. The sockets are the same
 //!   kernel sockets all along: a connection waiting in a backlog is taken by one process
 //!   or the other, never refused, and no other process ever joins the port.
-//! - Upgrade, new side ([`take_inherited`], [`announce_ready`]): the named sockets are used
+//! - Upgrade, new side (`take_inherited`, [`announce_ready`]): the named sockets are used
 //!   instead of binding; once the workers run, the new process writes `READY` on the pipe.
 //! - systemd: with `LISTEN_PID` = this process and `LISTEN_FDS=N`, descriptors 3..3+N
 //!   are the listening sockets (the unit's `.socket` `ListenStream=`); the stats endpoint

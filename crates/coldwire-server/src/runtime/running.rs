@@ -145,7 +145,7 @@ impl<S: Service> ReloadHandle<S> {
     /// For a reload: what of `new` cannot change while running is put back to `old`
     /// ([`RuntimeConfig::keep_fixed`]) and named; a new access-log path takes effect now
     /// (the workers' log moves there). Then publish the service's configuration and call
-    /// [`Running::wake`].
+    /// [`ReloadHandle::wake`].
     pub fn reload_runtime(
         &self,
         old: &RuntimeConfig,
