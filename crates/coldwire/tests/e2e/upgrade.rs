@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use coldwire_process::{Process, Stderr};
+use coldwire_process::{Launch, Process, Stderr};
 use coldwire_testkit::coldwire;
 
 fn docs_root() -> String {
@@ -28,13 +28,16 @@ fn address_line(process: &mut Process) -> SocketAddr {
         .unwrap_or_else(|| panic!("no address line: {line:?}"))
 }
 
-fn get(address: SocketAddr) -> String {
+/// GET `target` (a path, or an absolute URL through a proxy) on a new connection.
+fn get(address: SocketAddr, target: &str) -> String {
     let mut stream = TcpStream::connect(address).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     stream
-        .write_all(b"GET /bench.md HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .write_all(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .unwrap();
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
@@ -85,7 +88,7 @@ coldwire_testkit::backend_tests! {
 /// in, SIGUSR2: a new process takes over the sockets and the old one drains and exits.
 /// Every request is answered; the address serves on from the new process.
 fn a_binary_upgrade_under_load_fails_no_request(backend: &str) {
-    let mut old = coldwire([
+    let old = coldwire([
         "serve",
         "--root",
         &docs_root(),
@@ -95,15 +98,58 @@ fn a_binary_upgrade_under_load_fails_no_request(backend: &str) {
         "2",
         "--io",
         backend,
+    ]);
+    upgrade_under_load(backend, old, None);
+}
+
+/// The same through the caching proxy (one backend: the upgrade is the runtime's, the
+/// same for every server), the bench sending absolute-form requests to it.
+#[test]
+fn a_proxy_binary_upgrade_under_load_fails_no_request() {
+    let mut origin = coldwire([
+        "serve",
+        "--root",
+        &docs_root(),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
     ])
-    .stderr(Stderr::Keep(100))
     .spawn()
-    .expect("starting coldwire serve");
+    .expect("starting the origin");
+    let origin_address = address_line(&mut origin);
+    let proxy = coldwire([
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    upgrade_under_load("epoll", proxy, Some(origin_address));
+}
+
+/// Starts `old`, runs the bench against it (through it to `origin` when it is a proxy),
+/// upgrades it one second in, and checks that no request failed.
+fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
+    let mut old = old
+        .stderr(Stderr::Keep(100))
+        .spawn()
+        .expect("starting the server");
     let address = address_line(&mut old);
+    let (url, proxy) = match origin {
+        Some(origin) => (
+            format!("http://{origin}/bench.md"),
+            Some(address.to_string()),
+        ),
+        None => (format!("http://{address}/bench.md"), None),
+    };
     let directory = tempfile::tempdir().unwrap();
     let json = directory.path().join("bench.json");
     let bench = Command::new(env!("CARGO_BIN_EXE_coldwire"))
-        .args(["bench", "--url", &format!("http://{address}/bench.md")])
+        .args(["bench", "--url", &url])
+        .args(proxy.iter().flat_map(|proxy| ["--proxy", proxy.as_str()]))
         .args([
             "--rate",
             "5000",
@@ -162,7 +208,7 @@ fn a_binary_upgrade_under_load_fails_no_request(backend: &str) {
     );
     let completed = run["completed_in_window"].as_u64().unwrap();
     println!(
-        "{backend}: {completed} responses, {} requests/s achieved, {} slots missed by the generator",
+        "{label}: {completed} responses, {} requests/s achieved, {} slots missed by the generator",
         run["achieved_rate"], run["missed_slots"]
     );
     assert!(completed > 1000, "only {completed} responses");
@@ -173,8 +219,13 @@ fn a_binary_upgrade_under_load_fails_no_request(backend: &str) {
             .is_some_and(|last| last["succeeded"].as_u64() > Some(0)),
         "nothing served after the upgrade: {intervals:?}"
     );
+    let target = if origin.is_some() {
+        url.as_str()
+    } else {
+        "/bench.md"
+    };
     assert!(
-        get(address).starts_with("HTTP/1.1 200"),
+        get(address, target).starts_with("HTTP/1.1 200"),
         "the new process serves"
     );
     drop(successor);
@@ -219,7 +270,7 @@ fn systemd_socket_activation_serves_on_the_passed_socket() {
         line.push(byte[0]);
     }
     let line = String::from_utf8_lossy(&line).into_owned();
-    let served = get(address);
+    let served = get(address, "/bench.md");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     let output = child.wait_with_output().unwrap();
