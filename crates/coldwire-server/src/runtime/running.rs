@@ -86,8 +86,7 @@ pub struct Running<S: Service> {
     admin: Option<JoinHandle<()>>,
     stats: Arc<Stats>,
     access_log: Option<Arc<File>>,
-    /// Copies of the listening sockets, for a binary upgrade.
-    /// Copies of the listening sockets, for a binary upgrade.
+    /// Copies of the listening sockets, for a binary upgrade (closed by the stop).
     kept: KeptSockets,
 }
 
