@@ -26,8 +26,8 @@ pub fn reload(
             coldwire_server::console::err(format_args!("{program}: SIGHUP, configuration reloaded"))
         }
         Ok(kept) => coldwire_server::console::err(format_args!(
-            "{program}: SIGHUP, configuration reloaded; not changed while running (restart, or \
-             upgrade with SIGUSR2, to apply): {}",
+            "{program}: SIGHUP, configuration reloaded; not changed while running (a binary \
+             upgrade, SIGUSR2, applies them but --listen; a restart applies all): {}",
             kept.join(", ")
         )),
         Err(error) => coldwire_server::console::err(format_args!(
