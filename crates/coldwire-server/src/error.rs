@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 /// Errors of the server crate.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServerError {
     /// The document root cannot be opened.
-    #[error("cannot open document root {path}: {source} — pass an existing directory with --root")]
+    #[error("cannot open document root {path}: {source} — {}", root_fix(source))]
     Root {
         /// The root given.
         path: PathBuf,
@@ -17,7 +18,7 @@ pub enum ServerError {
         source: io::Error,
     },
     /// A listening socket cannot be set up.
-    #[error("cannot listen on {address}: {source} — pick another --listen address or port")]
+    #[error("cannot listen on {address}: {source} — {}", listen_fix(*address, source, "--listen"))]
     Listen {
         /// The address.
         address: SocketAddr,
@@ -25,7 +26,7 @@ pub enum ServerError {
         source: io::Error,
     },
     /// The stats endpoint cannot listen.
-    #[error("cannot listen for stats on {address}: {source} — pick another --admin address")]
+    #[error("cannot listen for stats on {address}: {source} — {}", listen_fix(*address, source, "--admin"))]
     Admin {
         /// The address.
         address: SocketAddr,
@@ -64,6 +65,13 @@ pub enum ServerError {
         /// What failed.
         source: io::Error,
     },
+    /// Passing listening sockets between processes (binary upgrade, systemd socket
+    /// activation) failed.
+    #[error("socket hand-over: {message} — see docs/operations.md (Binary upgrade, systemd)")]
+    Handover {
+        /// What went wrong.
+        message: String,
+    },
     /// Any other system error during start-up.
     #[error("{context}: {source}")]
     System {
@@ -72,4 +80,38 @@ pub enum ServerError {
         /// The error.
         source: io::Error,
     },
+}
+
+/// What to do when listening on `address` failed with `error` (given with `flag`).
+fn listen_fix(address: SocketAddr, error: &io::Error, flag: &str) -> String {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied if address.port() < 1024 => format!(
+            "ports below 1024 need root or the CAP_NET_BIND_SERVICE capability (setcap \
+             cap_net_bind_service=+ep on the binary, or AmbientCapabilities= in the systemd \
+             unit); or pick a port of 1024 or more with {flag}"
+        ),
+        io::ErrorKind::PermissionDenied => {
+            format!("this user may not listen there; pick another address with {flag}")
+        }
+        io::ErrorKind::AddrInUse => format!(
+            "another process listens there (find it with `ss -ltnp`); stop it or pick another \
+             port with {flag}"
+        ),
+        io::ErrorKind::AddrNotAvailable => format!(
+            "that address is not one of this host's; pick one of its addresses (or 0.0.0.0) \
+             with {flag}"
+        ),
+        _ => format!("pick another address or port with {flag}"),
+    }
+}
+
+/// What to do when the document root cannot be opened.
+fn root_fix(error: &io::Error) -> &'static str {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            "let the server's user read it (chmod/chown, or run as its owner), or pass another \
+             directory with --root"
+        }
+        _ => "pass an existing directory with --root",
+    }
 }

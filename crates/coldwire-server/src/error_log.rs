@@ -18,9 +18,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Arguments;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -115,10 +115,11 @@ impl ErrorLog {
         }
     }
 
-    /// Opens the log (the file appended to, created if missing) and starts its writer.
+    /// Opens the log (the file appended to, created if missing, reopened by SIGUSR1 through
+    /// [`crate::log_files`]) and starts its writer.
     pub fn open(config: &ErrorLogConfig) -> io::Result<ErrorLog> {
         let output = match &config.path {
-            Some(path) => Output::File(open_append(path)?),
+            Some(path) => Output::File(crate::log_files::open(path)?),
             None => Output::Stderr,
         };
         let (sender, receiver) = sync_channel(QUEUE_LINES);
@@ -162,13 +163,9 @@ impl ErrorLog {
     }
 }
 
-fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
-}
-
 enum Output {
     Stderr,
-    File(File),
+    File(Arc<File>),
 }
 
 impl Output {
@@ -176,7 +173,7 @@ impl Output {
         // Errors (EPIPE on a closed stderr, ENOSPC) lose the line, nothing else.
         let _ = match self {
             Output::Stderr => io::stderr().lock().write_all(line.as_bytes()),
-            Output::File(file) => file.write_all(line.as_bytes()),
+            Output::File(file) => (&**file).write_all(line.as_bytes()),
         };
     }
 }

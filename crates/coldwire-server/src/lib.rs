@@ -11,6 +11,8 @@ pub mod console;
 pub mod error;
 pub mod error_log;
 pub mod file_cache;
+pub mod log_files;
+pub mod notify;
 pub mod origin;
 pub mod output;
 pub mod proxy;

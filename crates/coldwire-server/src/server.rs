@@ -8,13 +8,14 @@ use coldwire_io::Driver;
 
 use crate::config::ServeConfig;
 use crate::error::ServerError;
-use crate::runtime::{Running, RuntimeConfig, Service, WorkerSeat};
+use crate::runtime::{Live, ReloadHandle, Running, RuntimeConfig, Service, WorkerSeat};
 use crate::spawn::WorkerLoop;
 use crate::worker::{WorkerContext, run_worker};
 
 /// The static origin server, ready to run.
 pub struct OriginService {
     config: Arc<ServeConfig>,
+    live: Arc<Live<ServeConfig>>,
 }
 
 /// A started origin server.
@@ -23,9 +24,34 @@ pub type RunningServer = Running<OriginService>;
 impl Running<OriginService> {
     /// Starts the server described by `config`.
     pub fn start(config: ServeConfig) -> Result<RunningServer, ServerError> {
+        let config = Arc::new(config);
         Running::start_service(OriginService {
-            config: Arc::new(config),
+            live: Live::new(config.clone()),
+            config,
         })
+    }
+}
+
+impl ReloadHandle<OriginService> {
+    /// Reloads the configuration while running (SIGHUP): timeouts, request limits, the
+    /// access log's path take effect for what starts from now (requests under way finish
+    /// as they started); what cannot change live — the runtime's fixed settings
+    /// ([`RuntimeConfig::keep_fixed`]) and the root and in-memory file limit, which the
+    /// workers' file caches are built on — is kept as it was and named in the result.
+    pub fn reload(&self, mut new: ServeConfig) -> Result<Vec<&'static str>, ServerError> {
+        let old = self.service().live.current();
+        let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
+        if new.root != old.root {
+            new.root = old.root.clone();
+            kept.push("--root");
+        }
+        if new.memory_file_limit != old.memory_file_limit {
+            new.memory_file_limit = old.memory_file_limit;
+            kept.push("--memory-file-limit");
+        }
+        self.service().live.replace(new);
+        self.wake();
+        Ok(kept)
     }
 }
 
@@ -37,14 +63,17 @@ impl Service for OriginService {
     }
 
     fn check(&self) -> Result<(), ServerError> {
-        if self.config.root.is_dir() {
-            return Ok(());
-        }
-        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
-        Err(ServerError::Root {
-            path: self.config.root.clone(),
+        let root = &self.config.root;
+        let fail = |source| ServerError::Root {
+            path: root.clone(),
             source,
-        })
+        };
+        if !root.is_dir() {
+            let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
+            return Err(fail(source));
+        }
+        // Readable by this user (a root it may not list would answer every request 404).
+        std::fs::read_dir(root).map(drop).map_err(fail)
     }
 
     fn worker(&self, seat: WorkerSeat) -> WorkerContext {
@@ -56,6 +85,7 @@ impl Service for OriginService {
             stop: seat.stop,
             access_log: seat.access_log,
             error_log: seat.error_log,
+            live: Some(self.live.view()),
         }
     }
 }

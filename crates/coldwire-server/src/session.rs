@@ -14,6 +14,10 @@ use coldwire_io::{Buffer, ConnectionId, Driver};
 
 use crate::stats::RequestCounters;
 
+/// How long a graceful stop waits for the first request of a connection that has sent
+/// none (it may be on its way: closing would fail it); then the connection is closed.
+pub const DRAIN_FIRST_REQUEST_WAIT: Duration = Duration::from_secs(1);
+
 /// What a connection is doing, which decides which deadline applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -59,6 +63,11 @@ pub struct Session {
     /// Bytes not yet received by the client when the write deadline was last armed: the
     /// deadline passes only if none of them left since (progress detection).
     pub progress_mark: u64,
+    /// Whether a request has started on this connection: a graceful stop closes idle
+    /// connections that carried requests at once, but gives fresh ones
+    /// [`DRAIN_FIRST_REQUEST_WAIT`] for their first request, which may be on its way (the
+    /// client would see its new connection closed unanswered).
+    pub used: bool,
 }
 
 impl Session {
@@ -74,6 +83,7 @@ impl Session {
             due,
             armed: None,
             progress_mark: 0,
+            used: false,
         }
     }
 
@@ -124,12 +134,27 @@ impl Session {
         false
     }
 
+    /// At the start of a graceful stop (or accepted during one): true when this idle
+    /// connection is to be closed now (it carried requests); a fresh one gets
+    /// [`DRAIN_FIRST_REQUEST_WAIT`] (its idle deadline is brought forward) and false.
+    pub fn drain_idle<D: Driver>(&mut self, driver: &mut D) -> bool {
+        if self.used {
+            return true;
+        }
+        let due = driver.now() + DRAIN_FIRST_REQUEST_WAIT;
+        if due < self.due {
+            self.set_deadline(driver, due);
+        }
+        false
+    }
+
     /// Changes phase, keeping the driver's active-connections gauge right.
     pub fn enter<D: Driver>(&mut self, driver: &mut D, phase: Phase) {
         if self.phase.is_active() != phase.is_active() {
             driver.adjust_active(if phase.is_active() { 1 } else { -1 });
         }
         self.phase = phase;
+        self.used |= phase.is_active();
     }
 }
 

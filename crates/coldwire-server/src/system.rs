@@ -26,9 +26,10 @@ pub fn cpu_count() -> usize {
     std::thread::available_parallelism().map_or(1, |cores| cores.get())
 }
 
-/// The signals the dedicated thread takes: SIGINT and SIGTERM stop the server; SIGHUP,
-/// SIGUSR1 and SIGUSR2 are taken too, so that their default action (terminate) can never
-/// kill the process and lose buffered access-log lines.
+/// The signals the dedicated thread takes: SIGINT and SIGTERM stop the server, SIGHUP
+/// reloads, SIGUSR1 reopens the logs, SIGUSR2 upgrades the binary; all are taken, so that
+/// their default action (terminate) can never kill the process and lose buffered
+/// access-log lines.
 fn handled_signals() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill a local sigset_t.
     unsafe {
@@ -92,33 +93,104 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
+/// What the signal thread does for a server (see [`take_signals`]).
+pub struct SignalActions {
+    /// The subcommand, for messages (`coldwire proxy`).
+    pub program: &'static str,
+    /// What stopping does, for the message (`finishing in-flight responses`).
+    pub message: &'static str,
+    /// Called once on the first SIGINT or SIGTERM.
+    pub stop: Box<dyn FnOnce() + Send>,
+    /// Called on each SIGHUP (reload the configuration); `None`: the subcommand reloads
+    /// nothing, which SIGHUP says.
+    pub reload: Option<Box<dyn FnMut() + Send>>,
+    /// Called on SIGUSR2 (binary upgrade); `None`: not supported, which SIGUSR2 says.
+    pub upgrade: Option<Box<dyn FnMut() + Send>>,
+}
+
 /// Starts the thread that takes the signals blocked beforehand with
-/// [`block_termination_signals`]: on SIGINT or SIGTERM it says so on stderr as
-/// `PROGRAM: SIGTERM (15), MESSAGE` and calls `stop` once; SIGHUP, SIGUSR1 and SIGUSR2 are
-/// reported and otherwise ignored (nothing to reload or reopen yet). It never panics, so it
-/// keeps taking signals whatever happens to stderr.
-pub fn stop_on_termination_signal(
-    program: &'static str,
-    message: &'static str,
-    stop: impl FnOnce() + Send + 'static,
-) -> io::Result<()> {
+/// [`block_termination_signals`]: SIGINT or SIGTERM tell systemd `STOPPING=1`, say so on
+/// stderr as `PROGRAM: SIGTERM (15), MESSAGE` and stop once; SIGUSR1 reopens every log
+/// file ([`crate::log_files::reopen_all`]); SIGHUP and SIGUSR2 call `reload` and
+/// `upgrade`. It never panics, so it keeps taking signals whatever happens to stderr, and
+/// none of these signals can kill the process.
+pub fn take_signals(actions: SignalActions) -> io::Result<()> {
+    let SignalActions {
+        program,
+        message,
+        stop,
+        mut reload,
+        mut upgrade,
+    } = actions;
     std::thread::Builder::new()
         .name("coldwire-signals".into())
         .spawn(move || {
             let mut stop = Some(stop);
             while let Ok(signal) = wait_for_signal() {
                 let name = signal_name(signal);
-                if is_termination(signal) {
-                    crate::console::err(format_args!("{program}: {name} ({signal}), {message}"));
-                    if let Some(stop) = stop.take() {
-                        stop();
+                match signal {
+                    _ if is_termination(signal) => {
+                        crate::notify::notify("STOPPING=1");
+                        crate::console::err(format_args!("{program}: {name} ({signal}), {message}"));
+                        if let Some(stop) = stop.take() {
+                            stop();
+                        }
                     }
-                } else {
-                    crate::console::err(format_args!(
-                        "{program}: {name} ({signal}) ignored: nothing to reload or reopen"
-                    ));
+                    libc::SIGUSR1 => reopen_logs(program),
+                    libc::SIGHUP => match reload.as_mut() {
+                        Some(reload) => reload(),
+                        None => crate::console::err(format_args!(
+                            "{program}: SIGHUP ({signal}) ignored: nothing reloads live in this \
+                             subcommand; restart it to apply a changed configuration"
+                        )),
+                    },
+                    _ => match upgrade.as_mut() {
+                        Some(upgrade) => upgrade(),
+                        None => crate::console::err(format_args!(
+                            "{program}: {name} ({signal}) ignored: no binary upgrade in this subcommand"
+                        )),
+                    },
                 }
             }
         })
         .map(drop)
+}
+
+/// SIGUSR1: reopens the log files, saying which (and which could not be: those keep
+/// writing where they did).
+fn reopen_logs(program: &str) {
+    let (reopened, failed) = crate::log_files::reopen_all();
+    let names: Vec<String> = reopened
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    crate::console::err(format_args!(
+        "{program}: SIGUSR1, reopened {} log file(s){}{}",
+        reopened.len(),
+        if names.is_empty() { "" } else { ": " },
+        names.join(", ")
+    ));
+    for (path, error) in failed {
+        crate::console::err(format_args!(
+            "{program}: cannot reopen {}: {error} — it keeps writing to the file it had; check the \
+             directory exists and is writable, then send SIGUSR1 again",
+            path.display()
+        ));
+    }
+}
+
+/// [`take_signals`] for a server that reloads nothing and has no binary upgrade: SIGINT
+/// and SIGTERM stop it, SIGUSR1 reopens its logs, SIGHUP and SIGUSR2 are reported.
+pub fn stop_on_termination_signal(
+    program: &'static str,
+    message: &'static str,
+    stop: impl FnOnce() + Send + 'static,
+) -> io::Result<()> {
+    take_signals(SignalActions {
+        program,
+        message,
+        stop: Box::new(stop),
+        reload: None,
+        upgrade: None,
+    })
 }

@@ -23,6 +23,7 @@ use crate::error_log::{ErrorLog, Level};
 use crate::file_cache::FileCache;
 use crate::origin::{Responder, error_response};
 use crate::output::Output;
+use crate::runtime::LiveView;
 use crate::session::{Phase, Session, append_input};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
@@ -46,6 +47,8 @@ pub struct WorkerContext {
     pub access_log: Option<Arc<File>>,
     /// The error log.
     pub error_log: ErrorLog,
+    /// Where a reloaded configuration comes from (taken at the next loop turn).
+    pub live: Option<LiveView<ServeConfig>>,
 }
 
 enum Step {
@@ -58,6 +61,7 @@ struct Worker<D: Driver> {
     sessions: Vec<Option<Session>>,
     files: FileCache,
     config: Arc<ServeConfig>,
+    live: Option<LiveView<ServeConfig>>,
     date: DateCache,
     wall_clock: SystemTime,
     path: Vec<u8>,
@@ -119,6 +123,7 @@ pub fn run_worker<D: Driver>(mut driver: D, context: WorkerContext) -> io::Resul
         drain_deadline: None,
         open: 0,
         config,
+        live: context.live,
     };
     worker.run()
 }
@@ -128,6 +133,9 @@ impl<D: Driver> Worker<D> {
         loop {
             let timeout = self.wait_timeout();
             self.driver.wait(timeout)?;
+            if let Some(config) = self.live.as_mut().and_then(LiveView::changed) {
+                self.config = config;
+            }
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
             while let Some(completion) = self.driver.next_completion() {
@@ -200,10 +208,6 @@ impl<D: Driver> Worker<D> {
             Completion::Accepted {
                 connection, peer, ..
             } => {
-                if self.drain_deadline.is_some() {
-                    self.driver.close(connection);
-                    return;
-                }
                 let index = connection.index();
                 if index >= self.sessions.len() {
                     self.sessions.resize_with(index + 1, || None);
@@ -211,6 +215,11 @@ impl<D: Driver> Worker<D> {
                 let now = self.driver.now();
                 let mut session = Session::new(connection, peer, now);
                 session.set_deadline(&mut self.driver, now + self.config.runtime.idle_timeout);
+                if self.drain_deadline.is_some() {
+                    // Accepted as the listener closed (a completion already queued): its
+                    // request is answered with `Connection: close`, if it comes soon.
+                    session.drain_idle(&mut self.driver);
+                }
                 self.sessions[index] = Some(session);
                 self.open += 1;
                 self.driver.recv(connection);
@@ -475,7 +484,10 @@ impl<D: Driver> Worker<D> {
         if let Some(listener) = self.listener.take() {
             self.driver.close_listener(listener);
         }
-        // Idle connections have nothing in flight: close them now.
+        // Idle connections that carried requests have nothing in flight: close them now
+        // (a client whose next request crosses the close retries it on a new connection).
+        // Fresh ones may have their first request on its way: they get a moment for it
+        // (answered with `Connection: close`), then close (`Session::drain_idle`).
         let idle: Vec<ConnectionId> = self
             .sessions
             .iter()
@@ -484,8 +496,13 @@ impl<D: Driver> Worker<D> {
             .map(|session| session.id)
             .collect();
         for id in idle {
-            if let Some(session) = self.take_session(id) {
-                self.close(session);
+            if let Some(mut session) = self.take_session(id) {
+                let step = if session.drain_idle(&mut self.driver) {
+                    Step::Close
+                } else {
+                    Step::Keep
+                };
+                self.put_back(session, step);
             }
         }
     }

@@ -44,6 +44,17 @@ pub enum Command {
     /// Access-log traces: generate a synthetic one (NASA-like, WorldCup98-like) or print
     /// a log's statistics (for `coldwire origin --trace` and `coldwire bench --replay`).
     Trace(crate::trace::TraceArgs),
+    /// Check a configuration file (`--config`): every table, key and value, each error at
+    /// its line and column; exit status 0 when it is valid, 78 when not.
+    CheckConfig(CheckConfigArgs),
+}
+
+/// `coldwire check-config`.
+#[derive(Debug, Args)]
+pub struct CheckConfigArgs {
+    /// The TOML file to check.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 /// `coldwire serve`.

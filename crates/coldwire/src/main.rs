@@ -3,11 +3,15 @@
 //! message saying what to do and a non-zero exit status.
 
 mod bench;
+mod check_config;
 mod cli;
+mod config_file;
+mod exit_status;
 mod experiment;
 mod origin;
 mod polymix;
 mod proxy;
+mod reload;
 mod replay;
 mod report;
 mod runtime_args;
@@ -19,7 +23,10 @@ mod wan;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let arguments = cli::Cli::parse();
+    let arguments = match parse_arguments() {
+        Ok(arguments) => arguments,
+        Err(status) => return std::process::ExitCode::from(status),
+    };
     // The servers and the load generator take their signals on a dedicated thread; the
     // mask is set before any thread exists, so every thread inherits it. The other
     // subcommands keep the default actions (Ctrl-C ends them).
@@ -35,7 +42,7 @@ fn main() -> std::process::ExitCode {
         coldwire_server::console::err(format_args!(
             "error: cannot set up signal handling: {error}"
         ));
-        return std::process::ExitCode::FAILURE;
+        return std::process::ExitCode::from(exit_status::OS_ERROR);
     }
     let result = match arguments.command {
         cli::Command::Serve(serve) => serve::run(serve),
@@ -46,14 +53,33 @@ fn main() -> std::process::ExitCode {
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),
         cli::Command::Trace(trace) => trace::run(trace),
+        cli::Command::CheckConfig(check) => check_config::run(check),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             coldwire_server::console::err(format_args!("error: {}", error_chain(&error)));
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(exit_status::classify(&error))
         }
     }
+}
+
+/// The command line, with the configuration file's values put in (`--config`); on a bad
+/// command line or file, the message is printed and the exit status returned
+/// (docs/operations.md, Exit statuses).
+fn parse_arguments() -> Result<cli::Cli, u8> {
+    let arguments = config_file::expand(std::env::args_os().collect()).map_err(|error| {
+        coldwire_server::console::err(format_args!("error: {error}"));
+        exit_status::CONFIG
+    })?;
+    cli::Cli::try_parse_from(arguments).map_err(|error| {
+        let _ = error.print();
+        if error.use_stderr() {
+            exit_status::USAGE
+        } else {
+            exit_status::OK
+        }
+    })
 }
 
 /// The error and its causes, `: `-separated, leaving out a cause whose text the message

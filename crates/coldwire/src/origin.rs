@@ -86,7 +86,7 @@ fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
 
 /// Runs the simulator until a termination signal.
 pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let objects = match &config.trace {
         Some(catalogue) => format!(
             "{} trace objects, {:.1} MB in all",
@@ -107,8 +107,18 @@ pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
         coldwire_server::outln!("stats on http://{admin}/stats");
     }
     let stop = origin.stop_handle();
-    system::stop_on_termination_signal("coldwire origin", "finishing answers", move || stop.stop())
-        .context("cannot start the signal thread")?;
+    system::take_signals(system::SignalActions {
+        program: "coldwire origin",
+        message: "finishing answers",
+        stop: Box::new(move || stop.stop()),
+        reload: None,
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire origin",
+            origin.upgrade_handle(),
+        )),
+    })
+    .context("cannot start the signal thread")?;
+    coldwire_server::notify::ready();
     origin
         .join()
         .context("coldwire origin stopped with an error")?;

@@ -93,7 +93,7 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
 
 /// Runs the proxy until a termination signal.
 pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let backend = config.runtime.backend;
     let workers = config.runtime.workers;
     let reverse = match &config.mode {
@@ -113,12 +113,26 @@ pub fn run(arguments: ProxyArgs) -> anyhow::Result<()> {
         coldwire_server::console::out(format_args!("stats on http://{admin}/stats"));
     }
     let stop = proxy.stop_handle();
-    system::stop_on_termination_signal(
-        "coldwire proxy",
-        "finishing in-flight exchanges",
-        move || stop.stop(),
-    )
+    let reloader = proxy.reload_handle();
+    system::take_signals(system::SignalActions {
+        program: "coldwire proxy",
+        message: "finishing in-flight exchanges",
+        stop: Box::new(move || stop.stop()),
+        reload: Some(Box::new(move || {
+            crate::reload::reload("coldwire proxy", |command| match command {
+                crate::cli::Command::Proxy(arguments) => {
+                    Ok(reloader.reload(self::config(arguments)?)?)
+                }
+                _ => anyhow::bail!("the command line is no longer `coldwire proxy`"),
+            })
+        })),
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire proxy",
+            proxy.upgrade_handle(),
+        )),
+    })
     .context("cannot start the signal thread")?;
+    coldwire_server::notify::ready();
     proxy
         .join()
         .context("coldwire proxy stopped with an error")?;

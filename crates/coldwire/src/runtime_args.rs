@@ -22,6 +22,11 @@ pub use crate::values::{parse_duration, parse_listen};
 /// What `serve` and `proxy` (and every server to come) are told the same way.
 #[derive(Debug, Args)]
 pub struct RuntimeArgs {
+    /// Read flags from this TOML file, from its table for this subcommand (`[serve]`,
+    /// `[proxy]`, `[wan]`, `[origin]`): each key is a long flag name (docs/operations.md);
+    /// flags on the command line win. SIGHUP reads it again (serve, proxy).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Address to listen on: HOST:PORT, or PORT / :PORT for every interface (port 0 picks a
     /// free one; the real address is printed) [default: 127.0.0.1:8080 for serve,
     /// 127.0.0.1:3128 for proxy].

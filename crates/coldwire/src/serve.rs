@@ -17,7 +17,7 @@ fn config(arguments: ServeArgs) -> anyhow::Result<ServeConfig> {
 
 /// Runs the server until a termination signal.
 pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let backend = config.runtime.backend;
     let workers = config.runtime.workers;
     let max_connections = config.runtime.max_connections as u64;
@@ -40,12 +40,26 @@ pub fn run(arguments: ServeArgs) -> anyhow::Result<()> {
         coldwire_server::console::out(format_args!("stats on http://{admin}/stats"));
     }
     let stop = server.stop_handle();
-    system::stop_on_termination_signal(
-        "coldwire serve",
-        "finishing in-flight responses",
-        move || stop.stop(),
-    )
+    let reloader = server.reload_handle();
+    system::take_signals(system::SignalActions {
+        program: "coldwire serve",
+        message: "finishing in-flight responses",
+        stop: Box::new(move || stop.stop()),
+        reload: Some(Box::new(move || {
+            crate::reload::reload("coldwire serve", |command| match command {
+                crate::cli::Command::Serve(arguments) => {
+                    Ok(reloader.reload(self::config(arguments)?)?)
+                }
+                _ => anyhow::bail!("the command line is no longer `coldwire serve`"),
+            })
+        })),
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire serve",
+            server.upgrade_handle(),
+        )),
+    })
     .context("cannot start the signal thread")?;
+    coldwire_server::notify::ready();
     server
         .join()
         .context("coldwire serve stopped with an error")?;

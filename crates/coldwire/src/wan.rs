@@ -85,7 +85,7 @@ fn config(arguments: WanArgs) -> anyhow::Result<WanConfig> {
 
 /// Runs the relay until a termination signal.
 pub fn run(arguments: WanArgs) -> anyhow::Result<()> {
-    let config = config(arguments)?;
+    let config = config(arguments).map_err(crate::exit_status::usage)?;
     let summary = format!(
         "coldwire wan: to {}, delay {:?} up / {:?} down, jitter {:?}, bandwidth {}, loss {}%, \
          backend {}, {} worker(s); Ctrl-C stops",
@@ -108,10 +108,18 @@ pub fn run(arguments: WanArgs) -> anyhow::Result<()> {
         coldwire_server::outln!("stats on http://{admin}/stats");
     }
     let stop = relay.stop_handle();
-    system::stop_on_termination_signal("coldwire wan", "closing relayed connections", move || {
-        stop.stop()
+    system::take_signals(system::SignalActions {
+        program: "coldwire wan",
+        message: "closing relayed connections",
+        stop: Box::new(move || stop.stop()),
+        reload: None,
+        upgrade: Some(crate::reload::upgrade_action(
+            "coldwire wan",
+            relay.upgrade_handle(),
+        )),
     })
     .context("cannot start the signal thread")?;
+    coldwire_server::notify::ready();
     relay.join().context("coldwire wan stopped with an error")?;
     Ok(())
 }

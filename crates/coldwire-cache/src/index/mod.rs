@@ -76,8 +76,8 @@ pub struct StoreCounters {
 /// The sharded index (see the module docs).
 pub(crate) struct Index {
     shards: Box<[Mutex<Shard>]>,
-    /// Each shard's share of the budget.
-    shard_capacity: u64,
+    /// Each shard's share of the budget (changed by [`Index::set_capacity`]).
+    shard_capacity: AtomicU64,
     found: AtomicU64,
     missed: AtomicU64,
     stored: AtomicU64,
@@ -96,7 +96,7 @@ impl Index {
         let shards = shards.max(1);
         Index {
             shards: (0..shards).map(|_| Mutex::new(Shard::new())).collect(),
-            shard_capacity: capacity / shards as u64,
+            shard_capacity: AtomicU64::new(capacity / shards as u64),
             found: AtomicU64::new(0),
             missed: AtomicU64::new(0),
             stored: AtomicU64::new(0),
@@ -107,7 +107,21 @@ impl Index {
 
     /// Each shard's share of the budget: the most one key can ever be charged.
     pub(crate) fn shard_capacity(&self) -> u64 {
-        self.shard_capacity
+        self.shard_capacity.load(Ordering::Relaxed)
+    }
+
+    /// Shares `capacity` bytes among the shards from now on; a smaller budget evicts
+    /// (least recently used first) at once, shard by shard. Returns the objects evicted.
+    pub(crate) fn set_capacity(&self, capacity: u64, storage: &dyn Storage) -> u64 {
+        let shard_capacity = capacity / self.shards.len() as u64;
+        self.shard_capacity.store(shard_capacity, Ordering::Relaxed);
+        let evicted = self
+            .shards
+            .iter()
+            .map(|shard| lock(shard).shrink_to(shard_capacity, storage))
+            .sum();
+        self.count_updates(0, evicted);
+        evicted
     }
 
     /// The shard `key` lives in, locked (for updates that must see and change a key's
@@ -174,7 +188,7 @@ impl Index {
     pub(crate) fn insert(&self, key: &str, response: Arc<StoredResponse>, storage: &dyn Storage) {
         let evicted =
             self.shard(key)
-                .insert(key.to_owned(), response, self.shard_capacity, storage);
+                .insert(key.to_owned(), response, self.shard_capacity(), storage);
         self.count_updates(1, evicted);
     }
 
@@ -197,7 +211,7 @@ impl Index {
         until: SystemTime,
         storage: &dyn Storage,
     ) -> bool {
-        let capacity = self.shard_capacity;
+        let capacity = self.shard_capacity();
         if MARKER_SIZE + key.len() as u64 > capacity {
             return false;
         }

@@ -168,6 +168,11 @@ impl Shard {
         slot
     }
 
+    /// Evicts until the shard is within a new, smaller `capacity` (see `evict_to`).
+    pub(super) fn shrink_to(&mut self, capacity: u64, storage: &dyn Storage) -> u64 {
+        self.evict_to(capacity, storage)
+    }
+
     /// Evicts least recently used keys until the shard is within `capacity`, unless the
     /// storage keeps their bodies elsewhere ([`Storage::spill`]: the key then stays, its
     /// bodies out of memory); returns the objects evicted.

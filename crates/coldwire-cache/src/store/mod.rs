@@ -12,6 +12,7 @@
 //!   asks to forget are dropped before the next insert.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use crate::fill_lock::{Claim, FillLock};
@@ -58,6 +59,8 @@ impl Default for StoreConfig {
 /// The shared store: index + fill lock + storage.
 pub struct Store {
     config: StoreConfig,
+    /// The per-object limit in force (`config.max_object` until [`Store::set_limits`]).
+    max_object: AtomicU64,
     index: Index,
     fill_lock: Arc<FillLock>,
     storage: Box<dyn Storage>,
@@ -92,6 +95,7 @@ impl Store {
             .clamp(1, usize::try_from(fitting).unwrap_or(usize::MAX));
         Store {
             config: StoreConfig { shards, ..config },
+            max_object: AtomicU64::new(config.max_object),
             index: Index::new(shards, config.capacity),
             fill_lock: Arc::default(),
             storage,
@@ -111,9 +115,23 @@ impl Store {
         &self.targets
     }
 
-    /// The configuration.
+    /// The configuration (with the limits in force, after [`Store::set_limits`]).
     pub fn config(&self) -> StoreConfig {
-        self.config
+        StoreConfig {
+            capacity: self.index.shard_capacity() * self.config.shards as u64,
+            max_object: self.max_object.load(Ordering::Relaxed),
+            ..self.config
+        }
+    }
+
+    /// Changes the budget and the per-object limit of a running store (a reload): what is
+    /// stored from now on fits the new limits, and a smaller budget evicts at once, least
+    /// recently used first. The number of shards stays (so a per-object limit above a
+    /// shard's share of the new budget stores nothing larger than that share). Returns
+    /// the objects evicted.
+    pub fn set_limits(&self, capacity: u64, max_object: u64) -> u64 {
+        self.max_object.store(max_object, Ordering::Relaxed);
+        self.index.set_capacity(capacity, &*self.storage)
     }
 
     /// Finds the response stored under `key` that the request (whose fields `request`
@@ -126,7 +144,7 @@ impl Store {
     /// Whether `response` could be stored under `key`: within the per-object limit and a
     /// shard's share of the budget.
     fn fits(&self, key: &str, response: &StoredResponse) -> bool {
-        response.body_len <= self.config.max_object
+        response.body_len <= self.max_object.load(Ordering::Relaxed)
             && response.size() + key.len() as u64 <= self.index.shard_capacity()
     }
 
@@ -250,7 +268,7 @@ impl Store {
             .index
             .shard_capacity()
             .saturating_sub(OBJECT_OVERHEAD + key.len() as u64);
-        self.config.max_object.min(shard_room)
+        self.max_object.load(Ordering::Relaxed).min(shard_room)
     }
 
     /// The counters.

@@ -292,3 +292,32 @@ fn bodies_a_storage_keeps_elsewhere_are_spilled_not_evicted() {
     }
     assert!(storage.removed.lock().unwrap().is_empty());
 }
+
+#[test]
+fn limits_change_while_running_and_a_smaller_budget_evicts_at_once() {
+    let store = store(100_000);
+    for index in 0..8 {
+        assert!(store.insert(&format!("k{index}"), response(5_000, VaryKey::default())));
+    }
+    assert_eq!(store.counters().objects, 8);
+    // A smaller budget: the least recently used go now, the rest fits.
+    let evicted = store.set_limits(20_000, 10_000);
+    assert!(evicted >= 4, "{evicted} evicted");
+    assert!(store.counters().bytes <= 20_000);
+    // The most recently stored stays, the oldest went.
+    assert!(matches!(
+        store.lookup("k7", |_| Vec::new()),
+        Lookup::Found(_)
+    ));
+    assert!(!matches!(
+        store.lookup("k0", |_| Vec::new()),
+        Lookup::Found(_)
+    ));
+    assert_eq!(store.config().capacity, 20_000);
+    // A smaller object limit refuses what it admitted before.
+    store.set_limits(20_000, 1_000);
+    assert_eq!(store.config().max_object, 1_000);
+    assert!(!store.insert("big", response(5_000, VaryKey::default())));
+    assert!(store.insert("small", response(900, VaryKey::default())));
+    assert_eq!(store.body_limit("k"), 1_000);
+}

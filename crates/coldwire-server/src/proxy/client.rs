@@ -29,13 +29,14 @@ use crate::session::{Phase, Session, append_input};
 impl<D: Driver> Worker<D> {
     /// A new client connection: waiting for its first request.
     pub(super) fn on_accepted(&mut self, connection: ConnectionId, peer: SocketAddr) {
-        if self.drain_deadline.is_some() {
-            self.driver.close(connection);
-            return;
-        }
         let now = self.driver.now();
         let mut session = Session::new(connection, peer, now);
         session.set_deadline(&mut self.driver, now + self.config.runtime.idle_timeout);
+        if self.drain_deadline.is_some() {
+            // Accepted as the listener closed (a completion already queued): its request
+            // is answered with `Connection: close`, if it comes soon.
+            session.drain_idle(&mut self.driver);
+        }
         let client = Box::new(Client {
             session,
             denied: !self.config.acl.allows(peer.ip()),

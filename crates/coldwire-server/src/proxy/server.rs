@@ -10,13 +10,14 @@ use coldwire_io::Driver;
 use super::config::ProxyConfig;
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
-use crate::runtime::{Running, RuntimeConfig, Service, WorkerSeat};
+use crate::runtime::{Live, ReloadHandle, Running, RuntimeConfig, Service, WorkerSeat};
 use crate::spawn::WorkerLoop;
 use crate::stats::Stats;
 
 /// The caching proxy, ready to run.
 pub struct ProxyService {
     config: Arc<ProxyConfig>,
+    live: Arc<Live<ProxyConfig>>,
     store: Option<Arc<Store>>,
 }
 
@@ -30,8 +31,10 @@ impl Running<ProxyService> {
         let store = config
             .cache
             .map(|store| Arc::new(Store::new(store).with_targets(targets)));
+        let config = Arc::new(config);
         Running::start_service(ProxyService {
-            config: Arc::new(config),
+            live: Live::new(config.clone()),
+            config,
             store,
         })
     }
@@ -39,6 +42,47 @@ impl Running<ProxyService> {
     /// The shared cache, when caching is on.
     pub fn store(&self) -> Option<Arc<Store>> {
         self.service().store.clone()
+    }
+}
+
+impl ReloadHandle<ProxyService> {
+    /// Reloads the configuration while running (SIGHUP): the ACL, CONNECT ports, client
+    /// and upstream timeouts, collapsed forwarding, stale serving, revalidation, the
+    /// access log's path take effect for what starts from now (exchanges under way finish
+    /// as they started); the cache's budget and per-object limit change at once (a
+    /// smaller budget evicts, [`coldwire_cache::Store::set_limits`]). What cannot change
+    /// live is kept as it was and named in the result: the runtime's fixed settings
+    /// ([`RuntimeConfig::keep_fixed`]), the mode (`--reverse`), turning the cache on or
+    /// off, the targeted cache-control field (the store is built on it), the upstream
+    /// pool's size.
+    pub fn reload(&self, mut new: ProxyConfig) -> Result<Vec<&'static str>, ServerError> {
+        let old = self.service().live.current();
+        let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
+        if new.mode != old.mode {
+            new.mode = old.mode.clone();
+            kept.push("--reverse");
+        }
+        match (&self.service().store, old.cache, new.cache) {
+            (Some(store), Some(_), Some(cache)) => {
+                store.set_limits(cache.capacity, cache.max_object);
+            }
+            (_, before, after) if before.is_some() != after.is_some() => {
+                new.cache = old.cache;
+                kept.push("--cache-bytes 0 (turning the cache on or off)");
+            }
+            _ => {}
+        }
+        if new.targeted_cache_control != old.targeted_cache_control {
+            new.targeted_cache_control = old.targeted_cache_control.clone();
+            kept.push("--targeted-cache-control");
+        }
+        if new.pool_per_origin != old.pool_per_origin {
+            new.pool_per_origin = old.pool_per_origin;
+            kept.push("--pool-per-origin");
+        }
+        self.service().live.replace(new);
+        self.wake();
+        Ok(kept)
     }
 }
 
@@ -66,6 +110,7 @@ impl Service for ProxyService {
             store: self.store.clone(),
             access_log: seat.access_log,
             error_log: seat.error_log,
+            live: Some(self.live.view()),
         }
     }
 }

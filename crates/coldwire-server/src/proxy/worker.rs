@@ -24,6 +24,7 @@ use super::resolver::Resolver;
 use super::state::{Client, ClientState, Origin, OriginState, Peer};
 use crate::access_log::AccessLog;
 use crate::error_log::ErrorLog;
+use crate::runtime::LiveView;
 use crate::session::Phase;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 use crate::worker::loop_timeout;
@@ -46,6 +47,8 @@ pub struct ProxyWorkerContext {
     pub access_log: Option<Arc<File>>,
     /// The error log.
     pub error_log: ErrorLog,
+    /// Where a reloaded configuration comes from (taken at the next loop turn).
+    pub live: Option<LiveView<ProxyConfig>>,
 }
 
 /// Whether a connection stays after a step.
@@ -58,6 +61,7 @@ pub(super) struct Worker<D: Driver> {
     pub(super) driver: D,
     pub(super) peers: Vec<Option<Peer>>,
     pub(super) config: Arc<ProxyConfig>,
+    live: Option<LiveView<ProxyConfig>>,
     pub(super) store: Option<Arc<Store>>,
     pub(super) pool: Pool,
     pub(super) resolver: Resolver,
@@ -91,6 +95,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         store: context.store,
         access_log: context.access_log,
         error_log: context.error_log,
+        live: context.live,
     };
     let mut worker = Worker::new(driver, parts)?;
     worker.listener = Some(listener);
@@ -107,6 +112,7 @@ pub(super) struct WorkerParts {
     pub(super) store: Option<Arc<Store>>,
     pub(super) access_log: Option<Arc<File>>,
     pub(super) error_log: ErrorLog,
+    pub(super) live: Option<LiveView<ProxyConfig>>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -145,6 +151,7 @@ impl<D: Driver> Worker<D> {
             revalidator: None,
             followers: super::collapse::Followers::default(),
             config,
+            live: parts.live,
         })
     }
 
@@ -152,6 +159,9 @@ impl<D: Driver> Worker<D> {
         loop {
             let timeout = loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref());
             self.driver.wait(timeout)?;
+            if let Some(config) = self.live.as_mut().and_then(LiveView::changed) {
+                self.config = config;
+            }
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
             self.handle_completions();
@@ -333,9 +343,16 @@ impl<D: Driver> Worker<D> {
                 _ => None,
             })
             .collect();
+        // Used ones close now; fresh ones get a moment for a first request on its way
+        // (`Session::drain_idle`).
         for id in idle {
-            if let Some(client) = self.take_client(id) {
-                self.close_client(client);
+            if let Some(mut client) = self.take_client(id) {
+                let step = if client.session.drain_idle(&mut self.driver) {
+                    Step::Close
+                } else {
+                    Step::Keep
+                };
+                self.put_client(client, step);
             }
         }
         for id in self.pool.drain() {

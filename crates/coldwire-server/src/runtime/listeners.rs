@@ -2,7 +2,7 @@
 //! no other process listens on, the stats endpoint's socket, the access log file, and each
 //! worker's driver settings.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
@@ -55,11 +55,19 @@ fn claim_address(address: SocketAddr) -> Result<SocketAddr, ServerError> {
 /// got), and that address. The address must be free: another process listening there —
 /// even one with `SO_REUSEPORT`, which the kernel would let this one share — is an
 /// "address in use" error, as nginx reports it ([`claim_address`]).
+///
+/// With `inherited` sockets (a binary upgrade, systemd's `LISTEN_FDS`), nothing is bound:
+/// worker `i` takes socket `i`, sharing them round-robin when there are fewer sockets than
+/// workers; the address is theirs.
 pub(crate) fn bind_workers(
     listen: SocketAddr,
     backlog: i32,
     workers: usize,
+    inherited: Option<Vec<TcpListener>>,
 ) -> Result<(Vec<TcpListener>, SocketAddr), ServerError> {
+    if let Some(sockets) = inherited {
+        return share_inherited(sockets, workers);
+    }
     let listen = claim_address(listen)?;
     let first = bind(listen, backlog)?;
     let local_addr = first.local_addr().map_err(|source| ServerError::Listen {
@@ -73,7 +81,44 @@ pub(crate) fn bind_workers(
     Ok((listeners, local_addr))
 }
 
-/// Opens the access log the workers share, appending (created if missing); `-` is stdout.
+/// The inherited `sockets` given out to `workers` workers.
+fn share_inherited(
+    sockets: Vec<TcpListener>,
+    workers: usize,
+) -> Result<(Vec<TcpListener>, SocketAddr), ServerError> {
+    let fail = |message: String| ServerError::Handover { message };
+    let addresses = sockets
+        .iter()
+        .map(TcpListener::local_addr)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| fail(format!("an inherited socket has no address: {error}")))?;
+    let local_addr = addresses[0];
+    if addresses.iter().any(|address| *address != local_addr) {
+        return Err(fail(format!(
+            "the inherited sockets listen on different addresses ({addresses:?}); pass sockets \
+             of one address"
+        )));
+    }
+    if sockets.len() > workers {
+        return Err(fail(format!(
+            "{} listening sockets were passed for {workers} worker(s); start with --workers {}",
+            sockets.len(),
+            sockets.len()
+        )));
+    }
+    let count = sockets.len();
+    let mut listeners = sockets;
+    for index in count..workers {
+        let shared = listeners[index % count]
+            .try_clone()
+            .map_err(|error| fail(format!("cannot share an inherited socket: {error}")))?;
+        listeners.push(shared);
+    }
+    Ok((listeners, local_addr))
+}
+
+/// Opens the access log the workers share, appending (created if missing), reopened by
+/// SIGUSR1 ([`crate::log_files`]); `-` is stdout (never reopened).
 pub(crate) fn open_access_log(path: Option<&Path>) -> Result<Option<Arc<File>>, ServerError> {
     path.map(|path| {
         let file = if path.as_os_str() == "-" {
@@ -81,11 +126,11 @@ pub(crate) fn open_access_log(path: Option<&Path>) -> Result<Option<Arc<File>>, 
             std::io::stdout()
                 .as_fd()
                 .try_clone_to_owned()
-                .map(File::from)
+                .map(|descriptor| Arc::new(File::from(descriptor)))
         } else {
-            OpenOptions::new().create(true).append(true).open(path)
+            crate::log_files::open(path)
         };
-        file.map(Arc::new).map_err(|source| ServerError::AccessLog {
+        file.map_err(|source| ServerError::AccessLog {
             path: path.to_path_buf(),
             source,
         })

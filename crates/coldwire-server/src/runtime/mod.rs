@@ -8,6 +8,8 @@
 //! - [`Running`]: start-up (open-files limit, backend probe, one `SO_REUSEPORT` listener per
 //!   worker on an address nobody else listens on, access log, stats, the stats endpoint,
 //!   one monomorphised worker per thread) and shutdown (stop, wake, join).
+//! - [`Live`]: the configuration workers read, replaced by a reload (SIGHUP); what cannot
+//!   change while running is kept and named ([`RuntimeConfig::keep_fixed`]).
 //! - [`Service`]: what a service adds — its configuration, the statistics it exposes, and
 //!   the worker it runs on each thread.
 //!
@@ -16,11 +18,15 @@
 
 mod config;
 mod draining;
+pub mod handover;
 mod listeners;
+mod live;
 mod running;
 
 pub use config::RuntimeConfig;
 pub use draining::Draining;
-pub use running::{Running, Seated, Service, StopHandle, WorkerSeat};
+pub use handover::UpgradeHandle;
+pub use live::{Live, LiveView};
+pub use running::{ReloadHandle, Running, Seated, Service, StopHandle, WorkerSeat};
 
 pub use crate::spawn::WorkerLoop;

@@ -4,13 +4,14 @@
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use coldwire_io::{Backend, DriverConfig, UringOptions, Waker};
 
 use super::config::RuntimeConfig;
+use super::handover::{self, Kept, KeptSockets, UpgradeHandle};
 use super::listeners::{bind_admin, bind_workers, open_access_log, worker_driver_config};
 use crate::admin::serve_admin;
 use crate::error::ServerError;
@@ -87,6 +88,9 @@ pub struct Running<S: Service> {
     workers: Vec<JoinHandle<std::io::Result<()>>>,
     admin: Option<JoinHandle<()>>,
     stats: Arc<Stats>,
+    access_log: Option<Arc<File>>,
+    /// Copies of the listening sockets, for a binary upgrade (closed by the stop).
+    kept: KeptSockets,
 }
 
 /// A cloneable handle that asks the server to shut down (for the signal thread).
@@ -94,13 +98,75 @@ pub struct Running<S: Service> {
 pub struct StopHandle {
     stop: Arc<AtomicBool>,
     wakers: Vec<Waker>,
+    kept: KeptSockets,
 }
 
 impl StopHandle {
     /// Stops accepting, lets in-flight responses finish within the grace period, then the
     /// workers exit.
     pub fn stop(&self) {
+        // The copies kept for an upgrade go first: once the workers close theirs, the
+        // sockets are closed and new connections refused.
+        drop(
+            self.kept
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take(),
+        );
         self.stop.store(true, Ordering::SeqCst);
+        for waker in &self.wakers {
+            let _ = waker.wake();
+        }
+    }
+}
+
+/// A cloneable handle that reloads a running server's configuration (for the signal
+/// thread); each service adds its `reload` (`ReloadHandle<ProxyService>::reload`).
+pub struct ReloadHandle<S> {
+    service: Arc<S>,
+    access_log: Option<Arc<File>>,
+    wakers: Vec<Waker>,
+}
+
+impl<S> Clone for ReloadHandle<S> {
+    fn clone(&self) -> Self {
+        ReloadHandle {
+            service: self.service.clone(),
+            access_log: self.access_log.clone(),
+            wakers: self.wakers.clone(),
+        }
+    }
+}
+
+impl<S: Service> ReloadHandle<S> {
+    /// The service being run.
+    pub fn service(&self) -> &S {
+        &self.service
+    }
+
+    /// For a reload: what of `new` cannot change while running is put back to `old`
+    /// ([`RuntimeConfig::keep_fixed`]) and named; a new access-log path takes effect now
+    /// (the workers' log moves there). Then publish the service's configuration and call
+    /// [`ReloadHandle::wake`].
+    pub fn reload_runtime(
+        &self,
+        old: &RuntimeConfig,
+        new: &mut RuntimeConfig,
+    ) -> Result<Vec<&'static str>, ServerError> {
+        let kept = old.keep_fixed(new);
+        if let (Some(file), Some(path)) = (&self.access_log, &new.access_log)
+            && old.access_log.as_ref() != Some(path)
+        {
+            crate::log_files::move_to(file, path).map_err(|source| ServerError::AccessLog {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(kept)
+    }
+
+    /// Wakes every worker (after a new configuration was published, so they take it now).
+    pub fn wake(&self) {
         for waker in &self.wakers {
             let _ = waker.wake();
         }
@@ -113,12 +179,31 @@ impl<S: Service> Running<S> {
     /// workers and the stats endpoint.
     pub fn start_service(service: S) -> Result<Running<S>, ServerError> {
         let open_files_limit = raise_open_files_limit()?;
+        handover::remember_executable();
         service.check()?;
         let runtime = service.runtime().clone();
         probe_backend(runtime.backend)?;
         let workers = runtime.workers.max(1);
-        let (listeners, local_addr) = bind_workers(runtime.listen, runtime.backlog, workers)?;
-        let admin_listener = bind_admin(runtime.admin)?;
+        let (inherited, inherited_admin) = match handover::take_inherited()? {
+            Some((listeners, admin)) => (Some(listeners), admin),
+            None => (None, None),
+        };
+        let (listeners, local_addr) =
+            bind_workers(runtime.listen, runtime.backlog, workers, inherited)?;
+        let admin_listener = match inherited_admin.filter(|_| runtime.admin.is_some()) {
+            Some(listener) => Some(listener),
+            None => bind_admin(runtime.admin)?,
+        };
+        let keep = |listener: &TcpListener| {
+            listener.try_clone().map_err(|source| ServerError::System {
+                context: "cannot keep a listening socket for a binary upgrade",
+                source,
+            })
+        };
+        let kept = Kept {
+            listeners: listeners.iter().map(keep).collect::<Result<Vec<_>, _>>()?,
+            admin: admin_listener.as_ref().map(keep).transpose()?,
+        };
         let admin_addr = admin_listener
             .as_ref()
             .and_then(|listener| listener.local_addr().ok());
@@ -170,6 +255,8 @@ impl<S: Service> Running<S> {
             workers: threads,
             admin,
             stats,
+            access_log,
+            kept: Arc::new(Mutex::new(Some(kept))),
         })
     }
 
@@ -198,11 +285,29 @@ impl<S: Service> Running<S> {
         self.stats.clone()
     }
 
+    /// A handle to reload the configuration from another thread (SIGHUP).
+    pub fn reload_handle(&self) -> ReloadHandle<S> {
+        ReloadHandle {
+            service: self.service.clone(),
+            access_log: self.access_log.clone(),
+            wakers: self.wakers.clone(),
+        }
+    }
+
+    /// A handle for a binary upgrade from another thread (SIGUSR2).
+    pub fn upgrade_handle(&self) -> UpgradeHandle {
+        UpgradeHandle {
+            kept: self.kept.clone(),
+            stop: self.stop_handle(),
+        }
+    }
+
     /// A handle to stop the server from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
             stop: self.stop.clone(),
             wakers: self.wakers.clone(),
+            kept: self.kept.clone(),
         }
     }
 
@@ -227,11 +332,21 @@ impl<S: Service> Running<S> {
         }
         self.stop.store(true, Ordering::SeqCst);
         if let Some(admin) = self.admin {
-            // Unblock its accept; it sees `stop` and returns.
-            if let Some(address) = self.admin_addr {
-                let _ = std::net::TcpStream::connect(address);
+            // Unblock its accept; it sees `stop` and returns. After a binary upgrade the
+            // socket is shared with the new process, which may take the connection: try
+            // a few times, then leave the thread to end with the process.
+            for _ in 0..50 {
+                if admin.is_finished() {
+                    break;
+                }
+                if let Some(address) = self.admin_addr {
+                    let _ = std::net::TcpStream::connect(address);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            let _ = admin.join();
+            if admin.is_finished() {
+                let _ = admin.join();
+            }
         }
         result
     }

@@ -37,6 +37,7 @@ impl Harness {
             store: store.clone(),
             access_log: None,
             error_log: crate::error_log::ErrorLog::disabled(),
+            live: None,
         };
         let worker = Worker::new(MockDriver::new(), parts).expect("worker");
         Harness { worker, store }

@@ -1,0 +1,285 @@
+//! Listening sockets handed between processes (docs/operations.md): the zero-downtime
+//! binary upgrade (SIGUSR2: a new process takes the sockets, the old one drains and exits)
+//! under a `coldwire bench` load with no failed request, and systemd socket activation
+//! (`LISTEN_FDS`) with a socket the test makes.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coldwire_process::{Launch, Process, Stderr};
+use coldwire_testkit::coldwire;
+
+fn docs_root() -> String {
+    format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The address on the first `http://` line of stdout.
+fn address_line(process: &mut Process) -> SocketAddr {
+    let line = process
+        .wait_for_line("", Duration::from_secs(10))
+        .unwrap_or_else(|error| panic!("no address line: {error}"));
+    line.rsplit("http://")
+        .next()
+        .and_then(|address| address.parse().ok())
+        .unwrap_or_else(|| panic!("no address line: {line:?}"))
+}
+
+/// GET `target` (a path, or an absolute URL through a proxy) on a new connection.
+fn get(address: SocketAddr, target: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+/// Whether process `pid` is gone (or a zombie: the new process of an upgrade is not this
+/// test's child, so it is reaped by whoever adopted it).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The new process of an upgrade, stopped when the test ends, passed or failed.
+struct Successor(u32);
+
+impl Drop for Successor {
+    fn drop(&mut self) {
+        terminate(self.0);
+    }
+}
+
+/// Stops process `pid` (not a child of this test) with SIGTERM and waits for it.
+fn terminate(pid: u32) {
+    // SAFETY: kill has no memory effects; `pid` is the server this test started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !gone(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !gone(pid) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        panic!("process {pid} did not stop on SIGTERM");
+    }
+}
+
+coldwire_testkit::backend_tests! {
+    a_binary_upgrade_under_load_fails_no_request,
+}
+
+/// `coldwire bench` sends 5,000 requests/s over keep-alive connections for 3 s; one second
+/// in, SIGUSR2: a new process takes over the sockets and the old one drains and exits.
+/// Every request is answered; the address serves on from the new process.
+fn a_binary_upgrade_under_load_fails_no_request(backend: &str) {
+    let old = coldwire([
+        "serve",
+        "--root",
+        &docs_root(),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--io",
+        backend,
+    ]);
+    upgrade_under_load(backend, old, None);
+}
+
+/// The same through the caching proxy (one backend: the upgrade is the runtime's, the
+/// same for every server), the bench sending absolute-form requests to it.
+#[test]
+fn a_proxy_binary_upgrade_under_load_fails_no_request() {
+    let mut origin = coldwire([
+        "serve",
+        "--root",
+        &docs_root(),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+    ])
+    .spawn()
+    .expect("starting the origin");
+    let origin_address = address_line(&mut origin);
+    let proxy = coldwire([
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    upgrade_under_load("epoll", proxy, Some(origin_address));
+}
+
+/// Starts `old`, runs the bench against it (through it to `origin` when it is a proxy),
+/// upgrades it one second in, and checks that no request failed.
+fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
+    let mut old = old
+        .stderr(Stderr::Keep(100))
+        .spawn()
+        .expect("starting the server");
+    let address = address_line(&mut old);
+    let (url, proxy) = match origin {
+        Some(origin) => (
+            format!("http://{origin}/bench.md"),
+            Some(address.to_string()),
+        ),
+        None => (format!("http://{address}/bench.md"), None),
+    };
+    let directory = tempfile::tempdir().unwrap();
+    let json = directory.path().join("bench.json");
+    let bench = Command::new(env!("CARGO_BIN_EXE_coldwire"))
+        .args(["bench", "--url", &url])
+        .args(proxy.iter().flat_map(|proxy| ["--proxy", proxy.as_str()]))
+        .args([
+            "--rate",
+            "5000",
+            "--duration",
+            "3",
+            "--warmup",
+            "0",
+            "--connections",
+            "50",
+        ])
+        .args(["--timeout", "5", "--late-limit", "1000", "-q", "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting coldwire bench");
+    std::thread::sleep(Duration::from_secs(1));
+    old.signal(libc::SIGUSR2).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let successor = loop {
+        let tail = old.stderr_tail();
+        if let Some(pid) = tail
+            .split("new process ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|pid| pid.parse().ok())
+        {
+            break Successor(pid);
+        }
+        assert!(
+            !tail.contains("upgrade failed") && Instant::now() < deadline,
+            "no upgrade: {tail}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let status = old.wait_exit(Duration::from_secs(20));
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "the old process: {status:?}\n{}",
+        old.stderr_tail()
+    );
+    let output = bench.wait_with_output().expect("coldwire bench");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| {
+        panic!(
+            "no bench result: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let result: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let run = &result["runs"][0]["phases"][0];
+    assert_eq!(
+        run["errors_total"], 0,
+        "failed requests during the upgrade: {}",
+        run["errors"]
+    );
+    let completed = run["completed_in_window"].as_u64().unwrap();
+    println!(
+        "{label}: {completed} responses, {} requests/s achieved, {} slots missed by the generator",
+        run["achieved_rate"], run["missed_slots"]
+    );
+    assert!(completed > 1000, "only {completed} responses");
+    let intervals = run["intervals"].as_array().unwrap();
+    assert!(
+        intervals
+            .last()
+            .is_some_and(|last| last["succeeded"].as_u64() > Some(0)),
+        "nothing served after the upgrade: {intervals:?}"
+    );
+    let target = if origin.is_some() {
+        url.as_str()
+    } else {
+        "/bench.md"
+    };
+    assert!(
+        get(address, target).starts_with("HTTP/1.1 200"),
+        "the new process serves"
+    );
+    drop(successor);
+}
+
+/// systemd socket activation: the socket is made by the "manager" (this test), passed as
+/// descriptor 3 with `LISTEN_FDS=1` and `LISTEN_PID` of the server; the server serves on
+/// it, whatever --listen says, and binds nothing itself.
+#[test]
+fn systemd_socket_activation_serves_on_the_passed_socket() {
+    let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = socket.local_addr().unwrap();
+    let fd = socket.as_raw_fd();
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "LISTEN_PID=$$ LISTEN_FDS=1 exec {} serve --root {} --listen 127.0.0.1:0 --workers 2",
+            env!("CARGO_BIN_EXE_coldwire"),
+            docs_root()
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec only dup2 (async-signal-safe) runs, on a descriptor
+    // open in this process; descriptor 3 of the child becomes the socket, without
+    // close-on-exec, as systemd passes it.
+    unsafe {
+        command.pre_exec(move || {
+            // dup2 onto itself keeps close-on-exec: clear it on 3 in every case.
+            if libc::dup2(fd, 3) < 0 || libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("starting sh");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\n") && stdout.read(&mut byte).unwrap_or(0) == 1 {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let served = get(address, "/bench.md");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        line.contains(&format!("http://{address}")),
+        "listens on {line:?}, not the passed socket {address}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert!(output.status.success(), "{:?}", output.status);
+    drop(socket);
+}
