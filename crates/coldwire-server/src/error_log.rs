@@ -257,7 +257,7 @@ pub fn iso_time(now: SystemTime) -> String {
 mod tests {
     use super::*;
 
-    fn read_when(path: &Path, done: impl Fn(&str) -> bool) -> String {
+    fn read_when(path: &std::path::Path, done: impl Fn(&str) -> bool) -> String {
         for _ in 0..100 {
             let text = std::fs::read_to_string(path).unwrap_or_default();
             if done(&text) {
