@@ -283,7 +283,11 @@ pub fn render(report: &StatsReport) -> String {
         for (kind, count) in syscall_kinds(&worker.loop_counters) {
             calls.sample(
                 "",
-                &[("worker", label), ("backend", report.backend), ("kind", kind)],
+                &[
+                    ("worker", label),
+                    ("backend", report.backend),
+                    ("kind", kind),
+                ],
                 count,
             );
         }

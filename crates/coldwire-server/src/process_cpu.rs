@@ -27,8 +27,7 @@ impl ProcessCpu {
         // SAFETY: getrusage succeeded, so it filled the structure (and it was zeroed
         // before, so every field is initialised either way).
         let usage = unsafe { usage.assume_init() };
-        let seconds =
-            |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1_000_000.0;
+        let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1_000_000.0;
         ProcessCpu {
             cpu_user_seconds: seconds(usage.ru_utime),
             cpu_system_seconds: seconds(usage.ru_stime),

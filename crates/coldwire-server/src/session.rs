@@ -59,6 +59,9 @@ pub struct Session {
     /// Bytes not yet received by the client when the write deadline was last armed: the
     /// deadline passes only if none of them left since (progress detection).
     pub progress_mark: u64,
+    /// The loop turn in which the current request's first bytes arrived (for the
+    /// response-time histogram; see [`Session::note_arrival`]).
+    pub request_started: Instant,
 }
 
 impl Session {
@@ -74,6 +77,7 @@ impl Session {
             due,
             armed: None,
             progress_mark: 0,
+            request_started: due,
         }
     }
 
@@ -122,6 +126,22 @@ impl Session {
             Phase::Lingering => {}
         }
         false
+    }
+
+    /// Called with bytes arriving from the client at `now`: when nothing of a request was
+    /// waiting before them, a new request starts now. Pipelined requests behind it share
+    /// its start.
+    #[inline]
+    pub fn note_arrival(&mut self, now: Instant) {
+        if self.input.as_ref().is_none_or(|input| input.is_empty()) {
+            self.request_started = now;
+        }
+    }
+
+    /// Time since the current request started.
+    #[inline]
+    pub fn request_elapsed(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.request_started)
     }
 
     /// Changes phase, keeping the driver's active-connections gauge right.

@@ -231,7 +231,9 @@ mod tests {
         let stats = Stats::new("epoll", 2);
         let mut snapshot = WorkerSnapshot::default();
         snapshot.http.requests = 3;
-        snapshot.http.count_timed_response(200, Duration::from_millis(1));
+        snapshot
+            .http
+            .count_timed_response(200, Duration::from_millis(1));
         snapshot.http.count_response(404);
         snapshot.http.count_response(204);
         stats.publish(0, snapshot);

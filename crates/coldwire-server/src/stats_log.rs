@@ -120,7 +120,10 @@ pub fn line_between(earlier: &StatsReport, later: &StatsReport, unix_seconds: f6
         })
         .collect();
     let times = after.http.response_time.since(&before.http.response_time);
-    let response_seconds = times.quantile(0.5).zip(times.quantile(0.99)).map(|(p50, p99)| Quantiles { p50, p99 });
+    let response_seconds = times
+        .quantile(0.5)
+        .zip(times.quantile(0.99))
+        .map(|(p50, p99)| Quantiles { p50, p99 });
     let cache = later.cache.map(|cache| {
         let previous = earlier.cache.unwrap_or_default();
         CacheInterval {
@@ -138,8 +141,7 @@ pub fn line_between(earlier: &StatsReport, later: &StatsReport, unix_seconds: f6
         .map(|((kind, now), (_, then))| (kind, now.saturating_sub(then)))
         .collect();
     syscalls.insert("total", difference(|counters| counters.syscalls()));
-    let user_seconds =
-        (later.process.cpu_user_seconds - earlier.process.cpu_user_seconds).max(0.0);
+    let user_seconds = (later.process.cpu_user_seconds - earlier.process.cpu_user_seconds).max(0.0);
     let system_seconds =
         (later.process.cpu_system_seconds - earlier.process.cpu_system_seconds).max(0.0);
     StatsLine {

@@ -251,6 +251,7 @@ impl<D: Driver> Worker<D> {
             self.driver.recv(session.id);
             return Step::Keep;
         }
+        session.note_arrival(self.driver.now());
         let may_complete = append_input(&mut self.driver, &mut session.input, buffer);
         if !may_complete && session.phase == Phase::Head {
             let over_limit = session.input.as_ref().is_some_and(|input| {
@@ -295,7 +296,8 @@ impl<D: Driver> Worker<D> {
         body_bytes: u64,
     ) {
         self.http.requests += 1;
-        self.http.count_response(status);
+        let elapsed = session.request_elapsed(self.driver.now());
+        self.http.count_timed_response(status, elapsed);
         self.http.body_bytes += body_bytes;
         if let Some(log) = &mut self.log {
             log.record(

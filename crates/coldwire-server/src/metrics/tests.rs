@@ -27,7 +27,9 @@ fn sample_stats() -> Stats {
     first.loop_counters.bytes_sent = 4096;
     let mut second = WorkerSnapshot::default();
     second.http.requests = 1;
-    second.http.count_timed_response(404, Duration::from_millis(2));
+    second
+        .http
+        .count_timed_response(404, Duration::from_millis(2));
     stats.publish(0, first);
     stats.publish(1, second);
     stats
@@ -91,7 +93,11 @@ fn a_real_parser_reads_every_family_with_its_values() {
         4096.0
     );
     assert_eq!(
-        value(&scrape, "coldwire_cache_requests_total", &[("status", "hit")]),
+        value(
+            &scrape,
+            "coldwire_cache_requests_total",
+            &[("status", "hit")]
+        ),
         0.0
     );
     assert!(value(&scrape, "coldwire_cpu_seconds_total", &[("mode", "user")]) >= 0.0);
@@ -102,8 +108,7 @@ fn a_real_parser_reads_every_family_with_its_values() {
         .samples
         .iter()
         .find(|sample| {
-            sample.metric == "coldwire_response_seconds"
-                && sample.labels.get("worker") == Some("0")
+            sample.metric == "coldwire_response_seconds" && sample.labels.get("worker") == Some("0")
         })
         .expect("the histogram of worker 0");
     let Value::Histogram(buckets) = &histogram.value else {
@@ -141,10 +146,7 @@ fn the_text_follows_the_exposition_format_rules() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
             assert!(name_ok(name), "{line}");
-            assert!(
-                ["counter", "gauge", "histogram"].contains(&kind),
-                "{line}"
-            );
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
             if kind == "counter" {
                 assert!(name.ends_with("_total"), "counter without _total: {line}");
             }

@@ -119,7 +119,10 @@ impl<D: Driver> Worker<D> {
             &mut self.driver,
             output,
         );
-        self.http.count_response(answer.status);
+        self.http.count_timed_response(
+            answer.status,
+            client.session.request_elapsed(self.driver.now()),
+        );
         self.http.body_bytes += answer.body_bytes;
         self.log_answer(client, answer.status, answer.body_bytes, None);
         Routed::answered(keep_alive)

@@ -16,6 +16,7 @@ use crate::admin::serve_admin;
 use crate::error::ServerError;
 use crate::spawn::{WorkerLoop, spawn_worker};
 use crate::stats::Stats;
+use crate::stats_log::{StatsLog, StatsLogHandle};
 use crate::system;
 
 /// How long an idle `--sqpoll` kernel thread keeps polling before it sleeps: short, since
@@ -84,6 +85,7 @@ pub struct Running<S: Service> {
     workers: Vec<JoinHandle<std::io::Result<()>>>,
     admin: Option<JoinHandle<()>>,
     stats: Arc<Stats>,
+    stats_log: Option<StatsLog>,
 }
 
 /// A cloneable handle that asks the server to shut down (for the signal thread).
@@ -146,6 +148,17 @@ impl<S: Service> Running<S> {
             wakers.push(waker);
             threads.push(thread);
         }
+        let stats_log = match &runtime.stats_log {
+            Some(path) => Some(
+                StatsLog::start(path, runtime.stats_interval, stats.clone()).map_err(|source| {
+                    ServerError::StatsLog {
+                        path: path.clone(),
+                        source,
+                    }
+                })?,
+            ),
+            None => None,
+        };
         let admin = start_admin(admin_listener, &stats, &stop);
         Ok(Running {
             service: Arc::new(service),
@@ -157,6 +170,7 @@ impl<S: Service> Running<S> {
             workers: threads,
             admin,
             stats,
+            stats_log,
         })
     }
 
@@ -183,6 +197,19 @@ impl<S: Service> Running<S> {
     /// The live statistics.
     pub fn stats(&self) -> Arc<Stats> {
         self.stats.clone()
+    }
+
+    /// The stats log's handle (for reopening it on SIGUSR1), when there is one.
+    pub fn stats_log(&self) -> Option<StatsLogHandle> {
+        self.stats_log.as_ref().map(StatsLog::handle)
+    }
+
+    /// Reopens the stats log by name (after log rotation); nothing without one.
+    pub fn reopen(&self) -> std::io::Result<()> {
+        match &self.stats_log {
+            Some(log) => log.handle().reopen(),
+            None => Ok(()),
+        }
     }
 
     /// A handle to stop the server from another thread.
@@ -213,6 +240,9 @@ impl<S: Service> Running<S> {
             }
         }
         self.stop.store(true, Ordering::SeqCst);
+        if let Some(log) = self.stats_log {
+            log.stop();
+        }
         if let Some(admin) = self.admin {
             // Unblock its accept; it sees `stop` and returns.
             if let Some(address) = self.admin_addr {
