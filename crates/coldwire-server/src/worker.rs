@@ -321,6 +321,7 @@ impl<D: Driver> Worker<D> {
         let mut output = Output::new(session.id);
         let mut rejected = None;
         let draining = self.drain_deadline.is_some();
+        let started = session.request_started;
         while let Some(input) = session.input.as_mut() {
             if input.is_empty() {
                 break;
@@ -340,7 +341,8 @@ impl<D: Driver> Worker<D> {
                     };
                     let answer = responder.answer(&head, keep_alive, &mut self.driver, &mut output);
                     self.http.requests += 1;
-                    self.http.count_response(answer.status);
+                    let elapsed = self.driver.now().saturating_duration_since(started);
+                    self.http.count_timed_response(answer.status, elapsed);
                     self.http.body_bytes += answer.body_bytes;
                     if let Some(log) = &mut self.log {
                         log.record(

@@ -38,8 +38,11 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Run experiments that reproduce the seeds' figures (scenario files in experiments/).
     Experiment(crate::experiment::ExperimentArgs),
-    /// Build a self-contained HTML report from experiment result directories.
+    /// Build a self-contained HTML report from experiment result directories (or from a
+    /// server's --stats-log).
     Report(crate::report::ReportArgs),
+    /// A live terminal view of a running server's admin listener (--admin).
+    Top(crate::top::TopArgs),
 }
 
 /// `coldwire serve`.

@@ -9,6 +9,7 @@ mod origin;
 mod proxy;
 mod report;
 mod runtime_args;
+mod top;
 mod serve;
 mod wan;
 
@@ -41,6 +42,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Bench(bench) => bench::run(bench),
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),
+        cli::Command::Top(top) => top::run(top),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

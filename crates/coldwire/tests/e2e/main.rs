@@ -10,6 +10,7 @@
 mod bench;
 mod experiment;
 mod experiment_splice_peers;
+mod ops_metrics;
 mod origin;
 mod process_lifecycle;
 mod proxy;
