@@ -9,8 +9,8 @@ mod origin;
 mod proxy;
 mod report;
 mod runtime_args;
-mod top;
 mod serve;
+mod top;
 mod wan;
 
 use clap::Parser;

@@ -71,7 +71,8 @@ fn report_stats_log(log: &Path, out: Option<PathBuf>) -> anyhow::Result<()> {
         coldwire_server::errln!("warning: {warning}");
     }
     coldwire_report::write_experiment(&out, &record)?;
-    let outcome = coldwire_report::build_report(&[out.clone()], &out.join("index.html"))?;
+    let outcome =
+        coldwire_report::build_report(std::slice::from_ref(&out), &out.join("index.html"))?;
     coldwire_server::outln!("{}", outcome.out.display());
     Ok(())
 }

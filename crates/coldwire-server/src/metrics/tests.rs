@@ -101,7 +101,7 @@ fn a_real_parser_reads_every_family_with_its_values() {
         0.0
     );
     assert!(value(&scrape, "coldwire_cpu_seconds_total", &[("mode", "user")]) >= 0.0);
-    assert_eq!(scrape.docs["coldwire_requests_total"].len() > 10, true);
+    assert!(scrape.docs["coldwire_requests_total"].len() > 10);
 
     // The histogram: cumulative buckets, +Inf = count, the sum in seconds.
     let histogram = scrape
@@ -178,8 +178,10 @@ fn the_text_follows_the_exposition_format_rules() {
             name == family
         };
         assert!(allowed, "sample {name} outside its family {family}: {line}");
-        if let Some(labels) = key.strip_prefix(name) {
-            if !labels.is_empty() {
+        if let Some(labels) = key.strip_prefix(name)
+            && !labels.is_empty()
+        {
+            {
                 assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
                 for pair in labels[1..labels.len() - 1].split(',') {
                     let (label, quoted) = pair.split_once('=').expect("label=\"value\"");

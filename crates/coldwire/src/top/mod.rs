@@ -81,7 +81,8 @@ pub fn render_text(view: &View, width: u16, height: u16) -> anyhow::Result<Strin
 
 /// The interactive loop on the terminal (alternate screen, raw mode, restored on exit).
 fn live(url: &str, server: &str, first: StatsDocument, interval: Duration) -> anyhow::Result<()> {
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal (for a pipe or a script, use --once)")?;
+    let mut terminal = ratatui::try_init()
+        .context("cannot set up the terminal (for a pipe or a script, use --once)")?;
     let outcome = (|| -> anyhow::Result<()> {
         let mut previous = first;
         let mut view = View::between(server, &previous, &previous);

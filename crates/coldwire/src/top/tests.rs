@@ -46,7 +46,10 @@ fn a_frame_shows_every_number_as_text() {
     let now = document(12.0, 3000, 1.5, 1600, 600);
     let view = View::between("127.0.0.1:9000", &then, &now);
     let text = render_text(&view, 100, 10).unwrap();
-    assert!(text.contains("coldwire top 127.0.0.1:9000 — epoll, 1 worker(s), up 12 s"), "{text}");
+    assert!(
+        text.contains("coldwire top 127.0.0.1:9000 — epoll, 1 worker(s), up 12 s"),
+        "{text}"
+    );
     assert!(text.contains("requests/s 1000"), "{text}");
     assert!(text.contains("CPU (cores) 0.25"), "{text}");
     assert!(text.contains("p50 / p99 750 µs / 995 µs"), "{text}");
@@ -58,5 +61,9 @@ fn a_frame_shows_every_number_as_text() {
         .find(|line| line.trim_start().starts_with('0'))
         .unwrap_or_else(|| panic!("no worker row: {text}"));
     let cells: Vec<&str> = worker_row.split_whitespace().collect();
-    assert_eq!(cells, ["0", "1000", "12", "3", "9", "2.50", "0.50"], "{text}");
+    assert_eq!(
+        cells,
+        ["0", "1000", "12", "3", "9", "2.50", "0.50"],
+        "{text}"
+    );
 }

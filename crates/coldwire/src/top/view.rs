@@ -27,8 +27,14 @@ fn number(value: Option<f64>, digits: usize) -> String {
 
 fn pair<'a>(label: &'a str, value: String) -> Vec<Span<'a>> {
     vec![
-        Span::styled(format!("{label:>18} "), Style::new().add_modifier(Modifier::DIM)),
-        Span::styled(format!("{value:<22}"), Style::new().add_modifier(Modifier::BOLD)),
+        Span::styled(
+            format!("{label:>18} "),
+            Style::new().add_modifier(Modifier::DIM),
+        ),
+        Span::styled(
+            format!("{value:<22}"),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
     ]
 }
 
@@ -71,7 +77,10 @@ pub fn draw(frame: &mut Frame, view: &View, status: &str) {
         ),
         Line::from(
             [
-                pair("p50 / p99", format!("{} / {}", duration(view.p50), duration(view.p99))),
+                pair(
+                    "p50 / p99",
+                    format!("{} / {}", duration(view.p50), duration(view.p99)),
+                ),
                 pair("syscalls/request", number(view.syscalls_per_request, 2)),
             ]
             .concat(),

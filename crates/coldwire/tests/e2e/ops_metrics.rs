@@ -55,7 +55,9 @@ fn metrics_parse_as_prometheus_text_with_the_requests_served(backend: &str) {
     let root = DocumentRoot::new();
     let server = ServerOptions::new(backend, &root).admin().start();
     serve_requests(&server, REQUESTS);
-    server.wait_for_total("http", "requests", Duration::from_secs(5), |n| n >= REQUESTS);
+    server.wait_for_total("http", "requests", Duration::from_secs(5), |n| {
+        n >= REQUESTS
+    });
     let admin = server.admin.expect("admin address");
     let metrics = scrape(&format!("http://{admin}/metrics"));
     assert_eq!(
@@ -68,7 +70,11 @@ fn metrics_parse_as_prometheus_text_with_the_requests_served(backend: &str) {
     );
     // Readiness backends make one recv per request at least; the io_uring completion
     // backend submits its receives, entering the kernel with io_uring_enter.
-    let kind = if backend == "uring" { "io_uring_enter" } else { "recv" };
+    let kind = if backend == "uring" {
+        "io_uring_enter"
+    } else {
+        "recv"
+    };
     assert!(
         total(
             &metrics,
@@ -85,7 +91,10 @@ fn metrics_parse_as_prometheus_text_with_the_requests_served(backend: &str) {
         REQUESTS as f64
     );
     assert_eq!(
-        metrics.docs.get("coldwire_connections_open").map(String::as_str),
+        metrics
+            .docs
+            .get("coldwire_connections_open")
+            .map(String::as_str),
         Some("Connections open now (clients and origins).")
     );
 }
@@ -154,11 +163,19 @@ fn proxy_metrics_count_cache_hits_and_misses() {
         let metrics = scrape(&metrics_url);
         if total(&metrics, "coldwire_requests_total", &[]) >= 3.0 {
             assert_eq!(
-                total(&metrics, "coldwire_cache_requests_total", &[("status", "hit")]),
+                total(
+                    &metrics,
+                    "coldwire_cache_requests_total",
+                    &[("status", "hit")]
+                ),
                 2.0
             );
             assert_eq!(
-                total(&metrics, "coldwire_cache_requests_total", &[("status", "miss")]),
+                total(
+                    &metrics,
+                    "coldwire_cache_requests_total",
+                    &[("status", "miss")]
+                ),
                 1.0
             );
             assert_eq!(total(&metrics, "coldwire_cache_objects", &[]), 1.0);
@@ -167,7 +184,10 @@ fn proxy_metrics_count_cache_hits_and_misses() {
             assert_eq!(stats["cache"]["misses"], 1, "{stats}");
             break;
         }
-        assert!(Instant::now() < deadline, "the proxy never counted 3 requests");
+        assert!(
+            Instant::now() < deadline,
+            "the proxy never counted 3 requests"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -249,7 +269,10 @@ fn top_once_prints_a_frame_with_the_live_numbers() {
     let (ok, stdout, stderr) = run(&["top", &admin, "--once", "--interval", "500ms"]);
     serving.join().expect("requests");
     assert!(ok, "{stderr}");
-    assert!(stdout.contains(&format!("coldwire top {admin} — epoll, 1 worker(s)")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("coldwire top {admin} — epoll, 1 worker(s)")),
+        "{stdout}"
+    );
     for label in [
         "requests/s",
         "p50 / p99",
