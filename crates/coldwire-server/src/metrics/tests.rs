@@ -181,13 +181,11 @@ fn the_text_follows_the_exposition_format_rules() {
         if let Some(labels) = key.strip_prefix(name)
             && !labels.is_empty()
         {
-            {
-                assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
-                for pair in labels[1..labels.len() - 1].split(',') {
-                    let (label, quoted) = pair.split_once('=').expect("label=\"value\"");
-                    assert!(name_ok(label), "{line}");
-                    assert!(quoted.starts_with('"') && quoted.ends_with('"'), "{line}");
-                }
+            assert!(labels.starts_with('{') && labels.ends_with('}'), "{line}");
+            for pair in labels[1..labels.len() - 1].split(',') {
+                let (label, quoted) = pair.split_once('=').expect("label=\"value\"");
+                assert!(name_ok(label), "{line}");
+                assert!(quoted.starts_with('"') && quoted.ends_with('"'), "{line}");
             }
         }
         assert!(series.insert(key.to_owned()), "series twice: {key}");
