@@ -247,6 +247,20 @@ fn report_turns_a_stats_log_into_figures_and_a_regression() {
         );
     }
     assert!(out.join("index.html").is_file());
+    if chromium_installed() {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-report-in-browser.sh");
+        let output = Command::new("bash")
+            .arg(script)
+            .arg(out.join("index.html"))
+            .output()
+            .expect("the script runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 
     std::fs::write(&log, "{\"not\": \"a stats line\"}\n").unwrap();
     let (ok, _, stderr) = run(&["report", "--stats-log", log.to_str().unwrap()]);
@@ -302,13 +316,7 @@ fn the_live_page_updates_in_a_browser_without_errors() {
         !page.contains("src=\"http") && !page.contains("href=\"http"),
         "the page loads nothing from outside"
     );
-    let chromium = ["chromium", "chromium-browser"].iter().any(|name| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {name}")])
-            .output()
-            .is_ok_and(|output| output.status.success())
-    });
-    if !chromium {
+    if !chromium_installed() {
         eprintln!("skipped: browser check (chromium not installed)");
         return;
     }
@@ -335,4 +343,13 @@ fn live_page_check(url: &str) -> (bool, String) {
         String::from_utf8_lossy(&output.stderr)
     );
     (output.status.success(), text)
+}
+
+fn chromium_installed() -> bool {
+    ["chromium", "chromium-browser"].iter().any(|name| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    })
 }
