@@ -67,3 +67,13 @@ fn a_frame_shows_every_number_as_text() {
         "{text}"
     );
 }
+
+#[test]
+fn durations_say_what_the_histogram_can_tell() {
+    use super::view::duration;
+    assert_eq!(duration(None), "–");
+    assert_eq!(duration(Some(0.00005)), "≤100 µs");
+    assert_eq!(duration(Some(0.00075)), "750 µs");
+    assert_eq!(duration(Some(0.0123)), "12.30 ms");
+    assert_eq!(duration(Some(2.5)), "2.50 s");
+}

@@ -11,10 +11,13 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 
 use super::model::View;
 
-/// `1.23 ms`, `4.6 s`, or `–` when unknown.
+/// `1.23 ms`, `4.6 s`, or `–` when unknown. A quantile inside the histogram's first
+/// bucket is shown as `≤100 µs`: the histogram cannot tell more (responses answered within
+/// one loop turn count 0).
 pub fn duration(seconds: Option<f64>) -> String {
     match seconds {
         None => "–".into(),
+        Some(seconds) if seconds <= 0.000_1 => "≤100 µs".into(),
         Some(seconds) if seconds < 0.001 => format!("{:.0} µs", seconds * 1e6),
         Some(seconds) if seconds < 1.0 => format!("{:.2} ms", seconds * 1e3),
         Some(seconds) => format!("{seconds:.2} s"),
