@@ -9,7 +9,8 @@
 # from /stats at the end. Instructions per request = (Ir(HIGH) − Ir(LOW)) / (requests(HIGH)
 # − requests(LOW)): start-up, shutdown and once-a-second costs (the stats-log line, the
 # scrapes, timer wake-ups) are the same in both runs and cancel; they are reported apart,
-# per second, from the LOW run. Results: OUT_DIR/callgrind.tsv.
+# per second, from the LOW run. Results: OUT_DIR/callgrind.tsv (appended; VARIANTS="branch
+# metrics" runs only those).
 set -euo pipefail
 main=$1 branch=$2 out=$3
 low=${LOW:-200} high=${HIGH:-600}
@@ -18,8 +19,8 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"; kill $(jobs -p) 2>/dev/null || true' EXIT
 head -c 4096 /dev/zero | tr '\0' 'x' >"$root/file.txt"
 
-printf 'variant\trate\trequests\tinstructions\n' >"$out/callgrind.tsv"
-for variant in main branch metrics; do
+[[ -f $out/callgrind.tsv ]] || printf "variant\trate\trequests\tinstructions\n" >"$out/callgrind.tsv"
+for variant in ${VARIANTS:-main branch metrics}; do
     for rate in "$low" "$high"; do
         binary=$branch; extra=()
         [[ $variant == main ]] && binary=$main
