@@ -221,7 +221,10 @@ pub fn stats_log_record(samples: &[StatsSample], source: &str) -> ExperimentReco
         commit: None,
         started_unix_seconds: samples.first().map_or(0.0, |sample| sample.unix_seconds),
         duration_seconds: duration,
-        machine: MachineRecord::default(),
+        machine: MachineRecord {
+            label: "not recorded in the stats log".into(),
+            ..MachineRecord::default()
+        },
         parameters: serde_json::json!({ "stats_log": source }),
         figures: vec![
             Figure {

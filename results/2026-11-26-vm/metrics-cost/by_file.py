@@ -2,8 +2,9 @@
 """Self cost (instructions) per source file in a callgrind output, inlined code included
 (callgrind's fi=/fe= records): how many instructions the code of each file executed.
 
-usage: by_file.py CALLGRIND_OUT [PATTERN...]   (prints files whose path contains a PATTERN)
+usage: by_file.py CALLGRIND_OUT[.gz] [PATTERN...]   (prints files whose path contains a PATTERN)
 """
+import gzip
 import re
 import sys
 from collections import Counter
@@ -24,7 +25,8 @@ def name(kind, text):
 cost = Counter()
 current = inline = None
 skip_next = False
-with open(sys.argv[1]) as handle:
+opener = gzip.open if sys.argv[1].endswith(".gz") else open
+with opener(sys.argv[1], "rt") as handle:
     for line in handle:
         line = line.rstrip("\n")
         if line.startswith("fl="):

@@ -45,30 +45,28 @@ if cpu:
 
 grind = rows("callgrind.tsv")
 if grind:
-    per_variant = {}
-    for row in grind:
-        per_variant.setdefault(row["variant"], []).append((int(row["rate"]), int(row["requests"]), int(row["instructions"])))
-    print("### Instructions (valgrind callgrind, exact)\n")
-    print("| variant | requests (low, high) | instructions (low, high) | instructions per request (difference) |")
-    print("|---|---|---|---|")
-    slopes, fixed = {}, {}
+    # Rows come in pairs (LOW then HIGH) per variant and repetition, in file order.
+    pairs = {}
+    for low, high in zip(grind[0::2], grind[1::2]):
+        assert low["variant"] == high["variant"], (low, high)
+        requests = (int(low["requests"]), int(high["requests"]))
+        instructions = (int(low["instructions"]), int(high["instructions"]))
+        slope = (instructions[1] - instructions[0]) / max(1, requests[1] - requests[0])
+        pairs.setdefault(low["variant"], []).append((requests, instructions, slope))
+    print("### Instructions (valgrind callgrind, user space, exact for a given run)\n")
+    print("| variant | repetition | requests (low, high) | instructions (low, high) | instructions per request (difference) |")
+    print("|---|---|---|---|---|")
+    means = {}
     for variant in ("main", "branch", "metrics"):
-        runs = sorted(per_variant.get(variant, []))
-        if len(runs) != 2:
-            continue
-        (_, low_requests, low_ir), (_, high_requests, high_ir) = runs
-        slope = (high_ir - low_ir) / max(1, high_requests - low_requests)
-        slopes[variant] = slope
-        fixed[variant] = low_ir - slope * low_requests
-        print(f"| {variant} | {low_requests:,}, {high_requests:,} | {low_ir:,}, {high_ir:,} | {slope:,.0f} |")
-    if "main" in slopes and "branch" in slopes:
-        print(f"\nbranch / main: {slopes['branch'] / slopes['main']:.4f} "
-              f"({slopes['branch'] - slopes['main']:+,.0f} instructions per request)")
-    if "branch" in slopes and "metrics" in slopes:
-        print(f"\nmetrics / branch: {slopes['metrics'] / slopes['branch']:.4f} "
-              f"({slopes['metrics'] - slopes['branch']:+,.0f} instructions per request)")
-    if "branch" in fixed and "metrics" in fixed:
-        print(f"\nfixed cost (start-up, shutdown and once-a-second work over one ~11 s run: the "
-              f"intercept): branch {fixed['branch']:,.0f}, metrics {fixed['metrics']:,.0f} instructions; "
-              f"the stats log and the 1 Hz scrapes add {(fixed['metrics'] - fixed['branch']) / 11:,.0f} "
-              f"instructions per second")
+        for index, (requests, instructions, slope) in enumerate(pairs.get(variant, []), 1):
+            print(f"| {variant} | {index} | {requests[0]:,}, {requests[1]:,} | "
+                  f"{instructions[0]:,}, {instructions[1]:,} | {slope:,.0f} |")
+        if pairs.get(variant):
+            means[variant] = statistics.mean(slope for _, _, slope in pairs[variant])
+    print()
+    for variant, mean in means.items():
+        print(f"- {variant}: {mean:,.0f} instructions per request (mean of {len(pairs[variant])})")
+    if "main" in means and "branch" in means:
+        print(f"- branch / main: {means['branch'] / means['main']:.4f}")
+    if "branch" in means and "metrics" in means:
+        print(f"- metrics / branch: {means['metrics'] / means['branch']:.4f}")
