@@ -199,11 +199,13 @@ def summary(out: Path) -> str:
             notes.append(f"{stats_path.name}: unreadable")
             continue
         http = stats.get("total", {}).get("http", {})
-        by_class = http.get("responses_by_class", [])
-        bad = sum(by_class[2:]) if len(by_class) >= 3 else 0
+        # Schema 2 names the classes ({"2xx": ...}); schema 1 had a positional array.
+        by_class = http.get("responses") or dict(zip(("1xx", "2xx", "3xx", "4xx", "5xx"),
+                                                     http.get("responses_by_class", [])))
+        bad = sum(count for name, count in by_class.items() if name[0] in "345")
         counters = {k: http.get(k, 0) for k in ("rejected", "header_timeouts", "idle_timeouts", "write_timeouts")}
         if bad or any(counters.values()):
-            notes.append(f"{stats_path.name}: responses_by_class {by_class}, {counters}")
+            notes.append(f"{stats_path.name}: responses {by_class}, {counters}")
     for err_path in sorted(raw.glob("*.stderr")):
         text = err_path.read_text(errors="replace")
         interesting = [line for line in text.splitlines()

@@ -102,7 +102,8 @@ pub fn fetch(url: &str) -> Result<String, BenchError> {
     Ok(body.to_owned())
 }
 
-/// Reads coldwire's stats document (schema 1: `total.loop`, `total.http`).
+/// Reads coldwire's stats document (`total.loop`, `total.http.requests`: the same in
+/// schemas 1 and 2, docs/stats-json.md).
 pub fn parse_counters(document: &str) -> Option<ServerCounters> {
     let value: serde_json::Value = serde_json::from_str(document).ok()?;
     let total = value.get("total")?;
@@ -191,11 +192,15 @@ pub fn delta(before: &ServerCounters, after: &ServerCounters) -> ServerCountersD
 mod tests {
     use super::*;
 
-    const DOCUMENT: &str = r#"{"schema":1,"backend":"epoll","uptime_seconds":1.0,"workers":1,
+    /// A schema-2 document (docs/stats-json.md), trimmed.
+    const DOCUMENT: &str = r#"{"schema":2,"backend":"epoll","uptime_seconds":1.0,"workers":1,
+        "process":{"cpu_user_seconds":0.5,"cpu_system_seconds":0.25},
         "total":{"loop":{"accept_calls":2,"recv_calls":100,"send_calls":100,"wait_calls":50,
         "control_calls":2,"events":150,"empty_wakeups":5,"open_connections":7,
         "active_connections":1,"buffers_in_use":0,"bytes_sent":9},
-        "http":{"requests":100}},"per_worker":[]}"#;
+        "http":{"requests":100,"responses":{"1xx":0,"2xx":100,"3xx":0,"4xx":0,"5xx":0},
+        "response_time":{"count":100,"sum_seconds":0.01,"buckets":[{"le_seconds":0.0001,"count":100}]}}},
+        "per_worker":[]}"#;
 
     #[test]
     fn parses_and_computes_per_request_figures() {

@@ -11,6 +11,7 @@ pub mod html;
 pub mod model;
 pub mod plan;
 pub mod render;
+pub mod stats_log;
 pub mod summary;
 pub mod ticks;
 pub mod time;

@@ -1,7 +1,11 @@
-//! The stats endpoint (`--admin ADDR`): a tiny blocking HTTP server on its own thread,
-//! away from the event loops, answering `GET /stats` (and `/`) with the JSON of
-//! [`crate::stats::StatsReport`]. One request per connection; bounded reads and timeouts.
-//! It blocks in `accept`, so it adds no wake-ups to the server's CPU profile.
+//! The admin listener (`--admin ADDR`): a tiny blocking HTTP server on its own thread,
+//! away from the event loops, answering
+//! - `GET /stats`: the JSON of [`crate::stats::StatsReport`] (docs/stats-json.md);
+//! - `GET /metrics`: the same numbers in the Prometheus text format ([`crate::metrics`]);
+//! - `GET /`: a small self-contained HTML page charting them live (it polls `/stats`).
+//!
+//! One request per connection; bounded reads and timeouts. It blocks in `accept`, so it
+//! adds no wake-ups to the server's CPU profile.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -50,19 +54,58 @@ fn answer(mut stream: TcpStream, stats: &Stats) {
         .split(|&byte| byte == b'\r')
         .next()
         .unwrap_or_default();
-    let (status, body) = if line.starts_with(b"GET /stats ") || line.starts_with(b"GET / ") {
-        let body = serde_json::to_vec_pretty(&stats.report()).unwrap_or_default();
-        ("200 OK", body)
-    } else {
-        (
-            "404 Not Found",
-            b"{\"error\":\"try GET /stats\"}\n".to_vec(),
-        )
-    };
+    let (status, content_type, body) = route(line, stats);
     let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(&body);
+    if !line.starts_with(b"HEAD ") {
+        let _ = stream.write_all(&body);
+    }
+}
+
+/// The live page: inline script and SVG, no external resource.
+const PAGE: &str = include_str!("admin_page.html");
+
+/// Status, content type and body for a request line (`GET /path HTTP/1.1`).
+fn route(line: &[u8], stats: &Stats) -> (&'static str, &'static str, Vec<u8>) {
+    let mut words = line.split(|&byte| byte == b' ');
+    let method = words.next().unwrap_or_default();
+    let target = words.next().unwrap_or_default();
+    // The query (a cache-buster, say) does not change the answer.
+    let path = target
+        .split(|&byte| byte == b'?')
+        .next()
+        .unwrap_or_default();
+    if method != b"GET" && method != b"HEAD" {
+        return (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            b"only GET: try GET /stats, GET /metrics or GET / in a browser\n".to_vec(),
+        );
+    }
+    match path {
+        b"/stats" => (
+            "200 OK",
+            "application/json",
+            serde_json::to_vec_pretty(&stats.report()).unwrap_or_default(),
+        ),
+        b"/metrics" => (
+            "200 OK",
+            crate::metrics::CONTENT_TYPE,
+            crate::metrics::render(&stats.report()).into_bytes(),
+        ),
+        b"/" | b"/index.html" => (
+            "200 OK",
+            "text/html; charset=utf-8",
+            PAGE.as_bytes().to_vec(),
+        ),
+        _ => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            b"not found: try GET /stats (JSON), GET /metrics (Prometheus) or GET / (live page)\n"
+                .to_vec(),
+        ),
+    }
 }

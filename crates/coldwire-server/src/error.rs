@@ -49,6 +49,14 @@ pub enum ServerError {
         /// Why it failed.
         source: io::Error,
     },
+    /// The stats log cannot be opened.
+    #[error("cannot open stats log {path}: {source} — check the directory exists and is writable")]
+    StatsLog {
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: io::Error,
+    },
     /// The chosen event mechanism does not work here.
     #[error("I/O backend {backend} is unavailable here: {source} — choose another with --io")]
     Backend {

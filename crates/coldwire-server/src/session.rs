@@ -68,6 +68,9 @@ pub struct Session {
     /// [`DRAIN_FIRST_REQUEST_WAIT`] for their first request, which may be on its way (the
     /// client would see its new connection closed unanswered).
     pub used: bool,
+    /// The loop turn in which the current request's first bytes arrived (for the
+    /// response-time histogram; see [`Session::note_arrival`]).
+    pub request_started: Instant,
 }
 
 impl Session {
@@ -84,6 +87,7 @@ impl Session {
             armed: None,
             progress_mark: 0,
             used: false,
+            request_started: due,
         }
     }
 
@@ -146,6 +150,22 @@ impl Session {
             self.set_deadline(driver, due);
         }
         false
+    }
+
+    /// Called with bytes arriving from the client at `now`: when nothing of a request was
+    /// waiting before them, a new request starts now. Pipelined requests behind it share
+    /// its start.
+    #[inline]
+    pub fn note_arrival(&mut self, now: Instant) {
+        if self.input.as_ref().is_none_or(|input| input.is_empty()) {
+            self.request_started = now;
+        }
+    }
+
+    /// Time since the current request started.
+    #[inline]
+    pub fn request_elapsed(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.request_started)
     }
 
     /// Changes phase, keeping the driver's active-connections gauge right.

@@ -1,21 +1,35 @@
-//! Server statistics: each worker keeps plain counters and publishes a copy into its own
-//! mutex-protected slot once per loop turn (an uncontended lock and a memcpy); the admin
-//! endpoint sums the slots into one JSON document. The load generator reads it to compute
-//! syscalls, waits and events per request.
+//! Server statistics: each worker keeps plain counters (and its own response-time
+//! histogram) and publishes a copy into its own mutex-protected slot once per loop turn (an
+//! uncontended lock and a memcpy, never per request); readers on other threads — the admin
+//! endpoint, the stats log — sum the slots into one [`StatsReport`]. Its JSON (schema 2,
+//! documented in docs/stats-json.md) names every field; the Prometheus text form is made
+//! from the same report by [`crate::metrics`].
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use coldwire_cache::{Store, StoreCounters};
 use coldwire_io::LoopCounters;
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::process_cpu::ProcessCpu;
+use crate::response_time::ResponseTimes;
+
+/// The version of the stats JSON ([`StatsReport`]); bumped when a field changes meaning
+/// or goes away (fields may be added without a bump).
+pub const STATS_SCHEMA: u32 = 2;
+
+/// The names of the response classes, in [`RequestCounters::responses_by_class`] order.
+pub const RESPONSE_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
 /// What one worker counts above the I/O layer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RequestCounters {
     /// Requests whose head was parsed (or rejected) and answered.
     pub requests: u64,
-    /// Responses by class: 1xx, 2xx, 3xx, 4xx, 5xx.
+    /// Responses by class: 1xx, 2xx, 3xx, 4xx, 5xx (JSON: an object keyed `"1xx"`...).
+    #[serde(rename = "responses", serialize_with = "by_class")]
     pub responses_by_class: [u64; 5],
     /// Body bytes of responses (heads excluded).
     pub body_bytes: u64,
@@ -29,13 +43,33 @@ pub struct RequestCounters {
     pub write_timeouts: u64,
     /// Files opened or re-checked by the file cache.
     pub file_opens: u64,
+    /// Response times: from the loop turn in which the request's first bytes arrived to
+    /// the one in which its response was complete (queued for the client, or, by the
+    /// proxy, relayed).
+    pub response_time: ResponseTimes,
+}
+
+fn by_class<S: Serializer>(counts: &[u64; 5], serializer: S) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(Some(counts.len()))?;
+    for (name, count) in RESPONSE_CLASSES.iter().zip(counts) {
+        map.serialize_entry(name, count)?;
+    }
+    map.end()
 }
 
 impl RequestCounters {
-    /// Counts one response with `status`.
+    /// Counts one response with `status` (its time not measured).
+    #[inline]
     pub fn count_response(&mut self, status: u16) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.responses_by_class[class] += 1;
+    }
+
+    /// Counts one response with `status` that took `elapsed` since its request started.
+    #[inline]
+    pub fn count_timed_response(&mut self, status: u16, elapsed: Duration) {
+        self.count_response(status);
+        self.response_time.record(elapsed);
     }
 
     fn add(&mut self, other: &RequestCounters) {
@@ -53,6 +87,7 @@ impl RequestCounters {
         self.idle_timeouts += other.idle_timeouts;
         self.write_timeouts += other.write_timeouts;
         self.file_opens += other.file_opens;
+        self.response_time.add(&other.response_time);
     }
 }
 
@@ -66,6 +101,42 @@ pub struct WorkerSnapshot {
     pub http: RequestCounters,
 }
 
+/// The proxy's cache counters under the names an operator looks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheReport {
+    /// Lookups that found a usable response.
+    pub hits: u64,
+    /// Lookups that found nothing usable.
+    pub misses: u64,
+    /// Responses stored (including 304 refreshes).
+    pub stored: u64,
+    /// Objects evicted to stay within the budget.
+    pub evicted: u64,
+    /// Bytes held now (a gauge).
+    pub bytes: u64,
+    /// Objects held now (a gauge).
+    pub objects: u64,
+    /// Keys marked hit-for-miss now (a gauge).
+    pub hit_for_miss_keys: u64,
+    /// Misses sent to the origin at once because their key was marked hit-for-miss.
+    pub hit_for_miss: u64,
+}
+
+impl From<StoreCounters> for CacheReport {
+    fn from(counters: StoreCounters) -> CacheReport {
+        CacheReport {
+            hits: counters.found,
+            misses: counters.missed,
+            stored: counters.stored,
+            evicted: counters.evicted,
+            bytes: counters.bytes,
+            objects: counters.objects,
+            hit_for_miss_keys: counters.hit_for_miss_keys,
+            hit_for_miss: counters.hit_for_miss,
+        }
+    }
+}
+
 /// Shared statistics of a running server.
 pub struct Stats {
     started: Instant,
@@ -74,10 +145,10 @@ pub struct Stats {
     store: Option<Arc<Store>>,
 }
 
-/// The JSON document served by the admin endpoint.
+/// The JSON document served by the admin endpoint (`GET /stats`, docs/stats-json.md).
 #[derive(Debug, Serialize)]
 pub struct StatsReport {
-    /// Schema version of this document.
+    /// Schema version of this document ([`STATS_SCHEMA`]).
     pub schema: u32,
     /// Event mechanism in use.
     pub backend: &'static str,
@@ -85,6 +156,8 @@ pub struct StatsReport {
     pub uptime_seconds: f64,
     /// Worker count.
     pub workers: usize,
+    /// The whole process's CPU time so far, from the kernel (`getrusage`).
+    pub process: ProcessCpu,
     /// Sum over workers.
     pub total: WorkerSnapshot,
     /// Per worker, in worker order.
@@ -92,7 +165,7 @@ pub struct StatsReport {
     /// The proxy's cache, when there is one: read when the report is made (not per loop
     /// turn: reading it locks every shard once).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache: Option<StoreCounters>,
+    pub cache: Option<CacheReport>,
 }
 
 impl Stats {
@@ -134,13 +207,54 @@ impl Stats {
             total.http.add(&worker.http);
         }
         StatsReport {
-            schema: 1,
+            schema: STATS_SCHEMA,
             backend: self.backend,
             uptime_seconds: self.started.elapsed().as_secs_f64(),
             workers: per_worker.len(),
+            process: ProcessCpu::now(),
             total,
             per_worker,
-            cache: self.store.as_ref().map(|store| store.counters()),
+            cache: self
+                .store
+                .as_ref()
+                .map(|store| CacheReport::from(store.counters())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_names_classes_and_cache_fields() {
+        let stats = Stats::new("epoll", 2);
+        let mut snapshot = WorkerSnapshot::default();
+        snapshot.http.requests = 3;
+        snapshot
+            .http
+            .count_timed_response(200, Duration::from_millis(1));
+        snapshot.http.count_response(404);
+        snapshot.http.count_response(204);
+        stats.publish(0, snapshot);
+        stats.publish(1, snapshot);
+        let json = serde_json::to_value(stats.report()).unwrap();
+        assert_eq!(json["schema"], 2);
+        assert_eq!(json["total"]["http"]["requests"], 6);
+        assert_eq!(json["total"]["http"]["responses"]["2xx"], 4);
+        assert_eq!(json["total"]["http"]["responses"]["4xx"], 2);
+        assert_eq!(json["total"]["http"]["responses"]["5xx"], 0);
+        assert_eq!(json["total"]["http"]["response_time"]["count"], 2);
+        assert_eq!(json["per_worker"][1]["http"]["responses"]["2xx"], 2);
+        assert!(json["process"]["cpu_user_seconds"].as_f64().is_some());
+        assert!(json.get("cache").is_none());
+        let cache = serde_json::to_value(CacheReport::from(StoreCounters {
+            found: 7,
+            missed: 3,
+            ..StoreCounters::default()
+        }))
+        .unwrap();
+        assert_eq!(cache["hits"], 7);
+        assert_eq!(cache["misses"], 3);
     }
 }

@@ -267,6 +267,7 @@ impl<D: Driver> Worker<D> {
             self.driver.recv(session.id);
             return Step::Keep;
         }
+        session.note_arrival(self.driver.now());
         let may_complete = append_input(&mut self.driver, &mut session.input, buffer);
         if !may_complete && session.phase == Phase::Head {
             let over_limit = session.input.as_ref().is_some_and(|input| {
@@ -321,7 +322,8 @@ impl<D: Driver> Worker<D> {
         body_bytes: u64,
     ) {
         self.http.requests += 1;
-        self.http.count_response(status);
+        let elapsed = session.request_elapsed(self.driver.now());
+        self.http.count_timed_response(status, elapsed);
         self.http.body_bytes += body_bytes;
         if let Some(log) = &mut self.log {
             log.record(
@@ -345,6 +347,7 @@ impl<D: Driver> Worker<D> {
         let mut output = Output::new(session.id);
         let mut rejected = None;
         let draining = self.drain_deadline.is_some();
+        let started = session.request_started;
         while let Some(input) = session.input.as_mut() {
             if input.is_empty() {
                 break;
@@ -364,7 +367,8 @@ impl<D: Driver> Worker<D> {
                     };
                     let answer = responder.answer(&head, keep_alive, &mut self.driver, &mut output);
                     self.http.requests += 1;
-                    self.http.count_response(answer.status);
+                    let elapsed = self.driver.now().saturating_duration_since(started);
+                    self.http.count_timed_response(answer.status, elapsed);
                     self.http.body_bytes += answer.body_bytes;
                     if let Some(log) = &mut self.log {
                         log.record(

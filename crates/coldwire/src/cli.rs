@@ -39,7 +39,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Run experiments that reproduce the seeds' figures (scenario files in experiments/).
     Experiment(crate::experiment::ExperimentArgs),
-    /// Build a self-contained HTML report from experiment result directories.
+    /// Build a self-contained HTML report from experiment result directories (or from a
+    /// server's --stats-log).
     Report(crate::report::ReportArgs),
     /// Access-log traces: generate a synthetic one (NASA-like, WorldCup98-like) or print
     /// a log's statistics (for `coldwire origin --trace` and `coldwire bench --replay`).
@@ -47,6 +48,8 @@ pub enum Command {
     /// Check a configuration file (`--config`): every table, key and value, each error at
     /// its line and column; exit status 0 when it is valid, 78 when not.
     CheckConfig(CheckConfigArgs),
+    /// A live terminal view of a running server's admin listener (--admin).
+    Top(crate::top::TopArgs),
 }
 
 /// `coldwire check-config`.

@@ -16,6 +16,7 @@ mod replay;
 mod report;
 mod runtime_args;
 mod serve;
+mod top;
 mod trace;
 mod values;
 mod wan;
@@ -54,6 +55,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Report(report) => report::run(report),
         cli::Command::Trace(trace) => trace::run(trace),
         cli::Command::CheckConfig(check) => check_config::run(check),
+        cli::Command::Top(top) => top::run(top),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -85,10 +85,18 @@ pub struct RuntimeArgs {
     /// "suppressed N similar lines" line per error.
     #[arg(long, value_name = "LINES", default_value_t = 100)]
     pub error_log_rate: u32,
-    /// Serve JSON statistics (loop counters, requests, responses) on this address at
-    /// /stats (off by default).
+    /// Admin listener on this address (off by default): JSON statistics at /stats,
+    /// Prometheus metrics at /metrics, a live page at / (docs/metrics.md).
     #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub admin: Option<SocketAddr>,
+    /// Append one JSON line of statistics per --stats-interval to this file (off by
+    /// default): request rate, responses, cache, bytes, connections, syscalls, CPU time.
+    /// `coldwire report --stats-log FILE` plots it.
+    #[arg(long, value_name = "FILE")]
+    pub stats_log: Option<PathBuf>,
+    /// How often the stats log gets a line.
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
+    pub stats_interval: Duration,
     /// Time in-flight responses get to finish after SIGINT/SIGTERM.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
@@ -127,6 +135,8 @@ impl RuntimeArgs {
         }
         config.error_log.max_per_second = self.error_log_rate;
         config.admin = self.admin;
+        config.stats_log = self.stats_log;
+        config.stats_interval = positive(self.stats_interval, "--stats-interval")?;
         if self.sqpoll && config.backend != Backend::Uring {
             bail!("--sqpoll needs --io uring (it is a setting of the io_uring completion driver)");
         }

@@ -95,7 +95,8 @@ impl<D: Driver> Worker<D> {
         add_content_range(out, range, complete_len);
         let body_bytes = bytes.len() as u64;
         output.chunk(&mut self.driver, Chunk::Shared(bytes));
-        self.http.count_response(206);
+        self.http
+            .count_timed_response(206, client.session.request_elapsed(self.driver.now()));
         self.http.body_bytes += body_bytes;
         self.log_answer(client, 206, body_bytes, Some("hit"));
         Some(Routed::answered(keep_alive))

@@ -71,6 +71,7 @@ impl<D: Driver> Worker<D> {
                 Step::Keep
             }
             ClientState::Requests | ClientState::Parked(_) => {
+                client.session.note_arrival(self.driver.now());
                 let may_complete = self.append_input(client, buffer);
                 let session = &client.session;
                 if !may_complete && session.phase == Phase::Head {

@@ -198,7 +198,8 @@ impl<D: Driver> Worker<D> {
         };
         let body_bytes = write_problem(output.bytes(&mut self.driver), problem, &answer);
         let code = problem.status.code();
-        self.http.count_response(code);
+        self.http
+            .count_timed_response(code, client.session.request_elapsed(self.driver.now()));
         self.http.body_bytes += body_bytes;
         self.log_problem(client, problem);
         self.log_entry(client, code, body_bytes, ("-", None), problem.kind.token());

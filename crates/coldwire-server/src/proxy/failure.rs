@@ -72,7 +72,10 @@ impl<D: Driver> Worker<D> {
                     // Truncated: the client must see an error, and nothing is stored.
                     let (status, bytes) = (progress.status, progress.body_bytes);
                     self.log_line(client, status, bytes, "aborted", None);
-                    self.http.count_response(502);
+                    self.http.count_timed_response(
+                        502,
+                        client.session.request_elapsed(self.driver.now()),
+                    );
                     Step::Close
                 }
             }

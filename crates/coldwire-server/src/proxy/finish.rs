@@ -69,7 +69,10 @@ impl<D: Driver> Worker<D> {
                 self.driver.close(origin.id);
             }
         }
-        self.http.count_response(progress.status);
+        self.http.count_timed_response(
+            progress.status,
+            client.session.request_elapsed(self.driver.now()),
+        );
         self.http.body_bytes += progress.body_bytes;
         let logged = (exchange.log.cache, exchange.log.upstream_time);
         self.log_exchange(client, logged, progress.status, progress.body_bytes);

@@ -140,6 +140,9 @@ impl<D: Driver> Worker<D> {
             range: RangeOutcome::Full,
         };
         let (status, body_bytes) = self.answer_from_store(&answer, output);
+        self.http
+            .response_time
+            .record(client.session.request_elapsed(self.driver.now()));
         let upstream = self
             .wall_clock
             .duration_since(exchange.upstream.request_time)

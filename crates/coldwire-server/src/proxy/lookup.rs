@@ -117,6 +117,9 @@ impl<D: Driver> Worker<D> {
                         ..CacheStatus::hit(stored.ttl(self.wall_clock))
                     });
                     let (status, body_bytes) = self.answer_from_store(&answer, output);
+                    self.http
+                        .response_time
+                        .record(client.session.request_elapsed(self.driver.now()));
                     self.log_answer(client, status, body_bytes, Some(answer.status.log_token()));
                     return CacheDecision::Answered(Routed::answered(keep_alive));
                 }
@@ -128,6 +131,9 @@ impl<D: Driver> Worker<D> {
                         ..CacheStatus::hit(stored.ttl(self.wall_clock))
                     });
                     let (code, body_bytes) = self.answer_from_store(&answer, output);
+                    self.http
+                        .response_time
+                        .record(client.session.request_elapsed(self.driver.now()));
                     self.log_answer(client, code, body_bytes, Some("stale"));
                     self.revalidate_in_background(&key, head, destination, &stored);
                     return CacheDecision::Answered(Routed::answered(keep_alive));

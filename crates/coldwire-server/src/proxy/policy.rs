@@ -112,7 +112,10 @@ impl<D: Driver> Worker<D> {
             &date,
             text,
         );
-        self.http.count_response(status.code());
+        self.http.count_timed_response(
+            status.code(),
+            client.session.request_elapsed(self.driver.now()),
+        );
         self.http.body_bytes += length;
         self.log_answer(client, status.code(), length, cache);
         Routed::answered(keep_alive)

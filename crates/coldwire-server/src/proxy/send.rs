@@ -153,7 +153,8 @@ impl<D: Driver> Worker<D> {
             Some(progress) => {
                 let (status, bytes) = (progress.status, progress.body_bytes);
                 self.log_line(client, status, bytes, "aborted", None);
-                self.http.count_response(502);
+                self.http
+                    .count_timed_response(502, client.session.request_elapsed(self.driver.now()));
                 client.state = ClientState::Closing { linger: false };
             }
         }

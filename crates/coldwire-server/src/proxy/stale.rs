@@ -135,6 +135,9 @@ impl<D: Driver> Worker<D> {
         };
         let mut output = Output::new(client.session.id);
         let (code, body_bytes) = self.answer_from_store(&answer, &mut output);
+        self.http
+            .response_time
+            .record(client.session.request_elapsed(self.driver.now()));
         output.finish(&mut self.driver);
         let upstream = self
             .wall_clock

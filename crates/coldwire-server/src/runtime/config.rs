@@ -42,8 +42,12 @@ pub struct RuntimeConfig {
     pub access_log_format: AccessLogFormat,
     /// The error log: where (stderr by default), how much, how fast.
     pub error_log: ErrorLogConfig,
-    /// JSON stats endpoint address (off when `None`).
+    /// Admin listener address: `/stats` JSON, `/metrics`, the live page (off when `None`).
     pub admin: Option<SocketAddr>,
+    /// Stats log: one JSON line per [`RuntimeConfig::stats_interval`] (off when `None`).
+    pub stats_log: Option<PathBuf>,
+    /// How often the stats log gets a line.
+    pub stats_interval: Duration,
     /// On shutdown, how long in-flight responses may take before connections are cut.
     pub shutdown_grace: Duration,
     /// Listen backlog per worker socket.
@@ -71,6 +75,8 @@ impl RuntimeConfig {
             access_log_format: AccessLogFormat::Clf,
             error_log: ErrorLogConfig::default(),
             admin: None,
+            stats_log: None,
+            stats_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(10),
             backlog: 4096,
             sqpoll: false,

@@ -18,6 +18,7 @@ use crate::error::ServerError;
 use crate::error_log::ErrorLog;
 use crate::spawn::{WorkerLoop, spawn_worker};
 use crate::stats::Stats;
+use crate::stats_log::{StatsLog, StatsLogHandle};
 use crate::system;
 
 /// How long an idle `--sqpoll` kernel thread keeps polling before it sleeps: short, since
@@ -91,6 +92,7 @@ pub struct Running<S: Service> {
     access_log: Option<Arc<File>>,
     /// Copies of the listening sockets, for a binary upgrade (closed by the stop).
     kept: KeptSockets,
+    stats_log: Option<StatsLog>,
 }
 
 /// A cloneable handle that asks the server to shut down (for the signal thread).
@@ -244,6 +246,17 @@ impl<S: Service> Running<S> {
             wakers.push(waker);
             threads.push(thread);
         }
+        let stats_log = match &runtime.stats_log {
+            Some(path) => Some(
+                StatsLog::start(path, runtime.stats_interval, stats.clone()).map_err(|source| {
+                    ServerError::StatsLog {
+                        path: path.clone(),
+                        source,
+                    }
+                })?,
+            ),
+            None => None,
+        };
         let admin = start_admin(admin_listener, &stats, &stop);
         Ok(Running {
             service: Arc::new(service),
@@ -257,6 +270,7 @@ impl<S: Service> Running<S> {
             stats,
             access_log,
             kept: Arc::new(Mutex::new(Some(kept))),
+            stats_log,
         })
     }
 
@@ -302,6 +316,19 @@ impl<S: Service> Running<S> {
         }
     }
 
+    /// The stats log's handle (for reopening it on SIGUSR1), when there is one.
+    pub fn stats_log(&self) -> Option<StatsLogHandle> {
+        self.stats_log.as_ref().map(StatsLog::handle)
+    }
+
+    /// Reopens the stats log by name (after log rotation); nothing without one.
+    pub fn reopen(&self) -> std::io::Result<()> {
+        match &self.stats_log {
+            Some(log) => log.handle().reopen(),
+            None => Ok(()),
+        }
+    }
+
     /// A handle to stop the server from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
@@ -331,6 +358,9 @@ impl<S: Service> Running<S> {
             }
         }
         self.stop.store(true, Ordering::SeqCst);
+        if let Some(log) = self.stats_log {
+            log.stop();
+        }
         if let Some(admin) = self.admin {
             // Unblock its accept; it sees `stop` and returns. After a binary upgrade the
             // socket is shared with the new process, which may take the connection: try

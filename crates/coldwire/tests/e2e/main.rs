@@ -13,6 +13,7 @@ mod experiment;
 mod experiment_splice_peers;
 mod help_and_readme;
 mod operations;
+mod ops_metrics;
 mod origin;
 mod polymix;
 mod process_lifecycle;
