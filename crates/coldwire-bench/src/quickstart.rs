@@ -3,13 +3,15 @@
 //! runs against the same server at the same rates: **naive** (constant arrivals, hot
 //! keep-alive connections only — how servers are usually benchmarked) and **realistic**
 //! (Poisson arrivals plus 2,000 cold connections held open, as wide-area clients leave
-//! them). The CLI starts the server, runs both, and prints them side by side.
+//! them). The CLI starts the server, runs both, prints them side by side and ends with
+//! [`conclusion`]: one paragraph in plain words.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::{ColdMode, LoadConfig, PhasePlan, Rate};
+use crate::report::{BenchReport, PhaseReport};
 use crate::schedule::Arrivals;
 use crate::target::Target;
 
@@ -113,6 +115,91 @@ pub fn phases() -> Vec<PhasePlan> {
             duration: DURATION,
         })
         .collect()
+}
+
+/// A run kept up with a phase when it achieved this fraction of the offered rate.
+const KEPT_UP: f64 = 0.95;
+
+fn kept_up(phase: &PhaseReport) -> bool {
+    phase
+        .offered_rate
+        .is_some_and(|offered| phase.achieved_rate >= KEPT_UP * offered)
+}
+
+fn p99_ms(phase: &PhaseReport) -> Option<f64> {
+    (phase.latency.corrected.count > 0).then_some(phase.latency.corrected.p99_us / 1000.0)
+}
+
+fn ratio_words(ratio: f64) -> String {
+    if ratio >= 1.0 {
+        format!("{ratio:.1}× higher")
+    } else {
+        format!("{:.1}× lower", 1.0 / ratio)
+    }
+}
+
+/// One paragraph in plain words comparing the naive and the realistic run: at the highest
+/// rate both kept up with (else the lowest), the corrected p99 and the server's CPU per
+/// request side by side, their ratios, and what that means. `None` without the two runs
+/// or without a successful response to compare.
+pub fn conclusion(report: &BenchReport) -> Option<String> {
+    let naive = report.runs.iter().find(|run| run.name == "naive")?;
+    let realistic = report.runs.iter().find(|run| run.name == "realistic")?;
+    let pairs: Vec<(&PhaseReport, &PhaseReport)> =
+        naive.phases.iter().zip(&realistic.phases).collect();
+    let (naive_phase, realistic_phase) = pairs
+        .iter()
+        .rev()
+        .find(|(naive, realistic)| kept_up(naive) && kept_up(realistic))
+        .or_else(|| pairs.first())
+        .copied()?;
+    let offered = naive_phase.offered_rate?;
+    let naive_p99 = p99_ms(naive_phase)?;
+    let realistic_p99 = p99_ms(realistic_phase)?;
+    let latency_ratio = realistic_p99 / naive_p99.max(1e-6);
+    let mut text = format!(
+        "Conclusion: at {offered:.0} requests/s, the same coldwire serve answered the realistic \
+         load (Poisson arrivals and {COLD_CONNECTIONS} idle connections held open) with a p99 \
+         latency of {realistic_p99:.2} ms, against {naive_p99:.2} ms for the naive load \
+         (constant arrivals, keep-alive connections only): {}.",
+        ratio_words(latency_ratio)
+    );
+    let cpu = naive_phase
+        .server
+        .as_ref()
+        .zip(realistic_phase.server.as_ref())
+        .map(|(naive, realistic)| (naive.cpu_us_per_request, realistic.cpu_us_per_request));
+    if let Some((naive_cpu, realistic_cpu)) = cpu
+        && naive_cpu > 0.0
+    {
+        text += &format!(
+            " Its CPU per request was {realistic_cpu:.1} µs against {naive_cpu:.1} µs ({}).",
+            ratio_words(realistic_cpu / naive_cpu)
+        );
+    }
+    if let Some((naive_last, realistic_last)) = pairs.last()
+        && !kept_up(realistic_last)
+        && kept_up(naive_last)
+    {
+        text += &format!(
+            " At {:.0}/s offered the realistic run achieved only {:.0}/s while the naive run kept up.",
+            realistic_last.offered_rate.unwrap_or_default(),
+            realistic_last.achieved_rate
+        );
+    }
+    text += if latency_ratio >= 1.2 {
+        " A benchmark with hot connections only would have promised a faster tail than \
+         clients far away, with bursty arrivals and idle connections, will see: measure \
+         with --arrivals poisson and --cold N."
+    } else if latency_ratio <= 1.0 / 1.2 {
+        " The realistic run was faster in the tail here, which points at noise on this \
+         machine (other work, CPU frequency): repeat it, or pin with --cpu, before \
+         drawing a lesson."
+    } else {
+        " Held connections and bursty arrivals cost this server little: its event loop \
+         does not pay for idle connections, which is what an event-driven server is for."
+    };
+    Some(text)
 }
 
 #[cfg(test)]

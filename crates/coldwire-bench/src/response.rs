@@ -44,6 +44,8 @@ pub struct ResponseReader {
     keep_alive: bool,
     /// Bytes received for this response (head and body).
     received: u64,
+    /// The request was HEAD: the response has no body whatever its framing fields say.
+    head_request: bool,
 }
 
 impl Default for ResponseReader {
@@ -61,6 +63,7 @@ impl ResponseReader {
             status: 0,
             keep_alive: false,
             received: 0,
+            head_request: false,
         }
     }
 
@@ -70,6 +73,11 @@ impl ResponseReader {
         self.state = State::Head;
         self.status = 0;
         self.received = 0;
+    }
+
+    /// Reads the next responses as answers to HEAD requests (no body) when `head`.
+    pub fn set_head_request(&mut self, head: bool) {
+        self.head_request = head;
     }
 
     /// Bytes received for the current response so far.
@@ -88,10 +96,10 @@ impl ResponseReader {
         let body = match self.state {
             State::Head => {
                 let parsed = if self.partial_head.is_empty() {
-                    parse_response_head(input, false)
+                    parse_response_head(input, self.head_request)
                 } else {
                     self.partial_head.extend_from_slice(input);
-                    parse_response_head(&self.partial_head, false)
+                    parse_response_head(&self.partial_head, self.head_request)
                 };
                 match parsed {
                     Ok(None) => {

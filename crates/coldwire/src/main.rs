@@ -3,6 +3,7 @@
 //! message saying what to do and a non-zero exit status.
 
 mod bench;
+mod bench_args;
 mod cli;
 mod experiment;
 mod origin;
