@@ -8,6 +8,7 @@
 //! not overlap (thousands of idle connections) serialise on a lock of their own.
 
 mod bench;
+mod bench_habits;
 mod experiment;
 mod experiment_splice_peers;
 mod origin;
