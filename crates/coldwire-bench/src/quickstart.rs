@@ -206,6 +206,137 @@ pub fn conclusion(report: &BenchReport) -> Option<String> {
 mod tests {
     use super::*;
 
+    use crate::engine::{ColdTotals, PhaseMeasurement};
+    use crate::recorder::Recorder;
+    use crate::report::{MachineInfo, RunReport, ServerCost, ServerInfo};
+
+    /// A phase at `offered`/s that achieved `achieved`/s with every latency at `p99_ms`
+    /// and `cpu_us` of server CPU per request.
+    fn phase(offered: f64, achieved: u64, p99_ms: f64, cpu_us: f64) -> PhaseReport {
+        let mut recorder = Recorder::new();
+        for _ in 0..achieved {
+            let nanoseconds = (p99_ms * 1e6) as u64;
+            recorder.response(200, nanoseconds, nanoseconds);
+        }
+        recorder.succeeded_in_window = achieved;
+        let mut report = PhaseReport::from_measurement(&PhaseMeasurement {
+            plan: PhasePlan {
+                label: format!("{offered}"),
+                rate: Rate::PerSecond(offered),
+                warmup: Duration::ZERO,
+                duration: Duration::from_secs(1),
+            },
+            recorder,
+            window: Duration::from_secs(1),
+            cold_held: (0, 0),
+            hot_open_at_end: 0,
+            interrupted: false,
+            abandoned: 0,
+        });
+        report.server = Some(ServerCost {
+            cpu_us_per_request: cpu_us,
+            ..ServerCost::default()
+        });
+        report
+    }
+
+    fn report(naive: Vec<PhaseReport>, realistic: Vec<PhaseReport>) -> BenchReport {
+        let run = |name: &str, phases| RunReport {
+            name: name.into(),
+            parameters: naive_load("127.0.0.1:1".parse().unwrap()),
+            generator_backend: "epoll".into(),
+            cold: ColdTotals::default(),
+            phases,
+            saturation: None,
+            warnings: Vec::new(),
+        };
+        BenchReport {
+            schema_version: 1,
+            tool: "coldwire-bench",
+            tool_version: "0",
+            started_unix_seconds: 0.0,
+            command_line: Vec::new(),
+            machine: MachineInfo::default(),
+            server: ServerInfo::default(),
+            runs: vec![run("naive", naive), run("realistic", realistic)],
+            interrupted: false,
+            thresholds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_conclusion_compares_the_highest_rate_both_kept_up_with() {
+        let text = conclusion(&report(
+            vec![
+                phase(100.0, 100, 1.0, 10.0),
+                phase(200.0, 200, 2.0, 10.0),
+                phase(400.0, 400, 2.0, 10.0),
+            ],
+            vec![
+                phase(100.0, 100, 1.0, 10.0),
+                phase(200.0, 200, 6.0, 15.0),
+                phase(400.0, 250, 90.0, 20.0),
+            ],
+        ))
+        .unwrap();
+        assert!(text.starts_with("Conclusion: at 200 requests/s"), "{text}");
+        assert!(text.contains("6.00 ms, against 2.00 ms"), "{text}");
+        assert!(text.contains("3.0× higher"), "{text}");
+        assert!(
+            text.contains("15.0 µs against 10.0 µs (1.5× higher)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("At 400/s offered the realistic run achieved only 250/s"),
+            "{text}"
+        );
+        assert!(text.contains("would have promised a faster tail"), "{text}");
+    }
+
+    #[test]
+    fn no_conclusion_without_a_successful_response() {
+        let text = conclusion(&report(
+            vec![phase(100.0, 0, 1.0, 0.0)],
+            vec![phase(100.0, 0, 1.0, 0.0)],
+        ));
+        assert_eq!(text, None);
+        let similar = conclusion(&report(
+            vec![phase(100.0, 100, 1.0, 10.0)],
+            vec![phase(100.0, 100, 1.05, 10.0)],
+        ))
+        .unwrap();
+        assert!(similar.contains("cost this server little"), "{similar}");
+    }
+
+    #[test]
+    fn the_quick_start_tables_fit_in_eighty_columns_and_leave_out_what_was_not_measured() {
+        let phases = || {
+            vec![
+                phase(5_000.0, 5_000, 0.25, 9.5),
+                phase(20_000.0, 20_000, 1.5, 10.25),
+                phase(50_000.0, 41_234, 123.0, 12.0),
+            ]
+        };
+        let mut report = report(phases(), phases());
+        report.runs[1].cold.requested = COLD_CONNECTIONS as u64;
+        report.runs[1].warnings = vec!["cannot read /proc/1: gone".into(); 3];
+        let text = crate::table::format_report(&report);
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{line}\n{text}");
+        }
+        assert!(text.contains("Side by side"), "{text}");
+        assert!(text.contains("--server-stats"), "{text}");
+        assert!(
+            !text.contains("--server-pid"),
+            "server CPU was measured: {text}"
+        );
+        assert!(
+            text.contains("warning: cannot read /proc/1: gone (× 3)"),
+            "{text}"
+        );
+        assert_eq!(text.matches("cannot read /proc/1").count(), 1, "{text}");
+    }
+
     #[test]
     fn document_root_has_the_files_and_goes_away() {
         let root = DocumentRoot::create().unwrap();

@@ -278,6 +278,25 @@ mod tests {
     }
 
     #[test]
+    fn a_head_response_has_no_body_whatever_its_length_says() {
+        let mut reader = ResponseReader::new();
+        reader.set_head_request(true);
+        assert_eq!(
+            reader.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"),
+            ReadOutcome::Complete {
+                status: 200,
+                keep_alive: true
+            }
+        );
+        reader.set_head_request(false);
+        reader.reset();
+        assert_eq!(
+            reader.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"),
+            ReadOutcome::NeedMore
+        );
+    }
+
+    #[test]
     fn reader_is_reusable_after_reset() {
         let mut reader = ResponseReader::new();
         let response = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
