@@ -131,11 +131,34 @@ fn p99_ms(phase: &PhaseReport) -> Option<f64> {
 }
 
 fn ratio_words(ratio: f64) -> String {
-    if ratio >= 1.0 {
+    if (0.95..=1.05).contains(&ratio) {
+        format!("about the same, {ratio:.2}×")
+    } else if ratio >= 1.0 {
         format!("{ratio:.1}× higher")
     } else {
         format!("{:.1}× lower", 1.0 / ratio)
     }
+}
+
+/// `12345.6` as `12,346`.
+fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// The generator waited for a CPU more than 5 % of the window (other work on its core).
+fn starved(phase: &PhaseReport) -> bool {
+    phase
+        .generator
+        .as_ref()
+        .is_some_and(|cost| cost.runqueue_wait_seconds > 0.05 * phase.window_seconds)
 }
 
 /// One paragraph in plain words comparing the naive and the realistic run: at the highest
@@ -158,10 +181,12 @@ pub fn conclusion(report: &BenchReport) -> Option<String> {
     let realistic_p99 = p99_ms(realistic_phase)?;
     let latency_ratio = realistic_p99 / naive_p99.max(1e-6);
     let mut text = format!(
-        "Conclusion: at {offered:.0} requests/s, the same coldwire serve answered the realistic \
-         load (Poisson arrivals and {COLD_CONNECTIONS} idle connections held open) with a p99 \
+        "Conclusion: at {} requests/s, the same coldwire serve answered the realistic \
+         load (Poisson arrivals and {} idle connections held open) with a p99 \
          latency of {realistic_p99:.2} ms, against {naive_p99:.2} ms for the naive load \
          (constant arrivals, keep-alive connections only): {}.",
+        thousands(offered),
+        thousands(COLD_CONNECTIONS as f64),
         ratio_words(latency_ratio)
     );
     let cpu = naive_phase
@@ -182,10 +207,16 @@ pub fn conclusion(report: &BenchReport) -> Option<String> {
         && kept_up(naive_last)
     {
         text += &format!(
-            " At {:.0}/s offered the realistic run achieved only {:.0}/s while the naive run kept up.",
-            realistic_last.offered_rate.unwrap_or_default(),
-            realistic_last.achieved_rate
+            " At {}/s offered the realistic run achieved only {}/s while the naive run kept up.",
+            thousands(realistic_last.offered_rate.unwrap_or_default()),
+            thousands(realistic_last.achieved_rate)
         );
+    }
+    if starved(naive_phase) || starved(realistic_phase) {
+        text += " The generator was short of CPU during these runs (see the notes): the \
+                 figures measure this machine's other work as much as the server; repeat \
+                 the run on a quieter machine before drawing a lesson.";
+        return Some(text);
     }
     text += if latency_ratio >= 1.2 {
         " A benchmark with hot connections only would have promised a faster tail than \
@@ -204,6 +235,13 @@ pub fn conclusion(report: &BenchReport) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The intro line of the CLI names the rates and cold connections in words.
+    #[test]
+    fn the_constants_are_the_ones_the_intro_names() {
+        assert_eq!(super::RATES, [5_000.0, 20_000.0, 50_000.0]);
+        assert_eq!(super::COLD_CONNECTIONS, 2_000);
+    }
+
     use super::*;
 
     use crate::engine::{ColdTotals, PhaseMeasurement};
@@ -280,6 +318,7 @@ mod tests {
         ))
         .unwrap();
         assert!(text.starts_with("Conclusion: at 200 requests/s"), "{text}");
+        assert!(text.contains("2,000 idle connections"), "{text}");
         assert!(text.contains("6.00 ms, against 2.00 ms"), "{text}");
         assert!(text.contains("3.0× higher"), "{text}");
         assert!(
@@ -302,10 +341,13 @@ mod tests {
         assert_eq!(text, None);
         let similar = conclusion(&report(
             vec![phase(100.0, 100, 1.0, 10.0)],
-            vec![phase(100.0, 100, 1.05, 10.0)],
+            vec![phase(100.0, 100, 1.03, 10.0)],
         ))
         .unwrap();
         assert!(similar.contains("cost this server little"), "{similar}");
+        assert!(similar.contains("about the same, 1.03×"), "{similar}");
+        assert_eq!(thousands(1234567.0), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
     }
 
     #[test]

@@ -259,8 +259,9 @@ fn latency_table(report: &BenchReport) -> String {
     )
 }
 
-/// The cost table: only the columns some phase measured; a line for each missing group
-/// saying which flag measures it.
+/// The cost tables: the server's CPU per request (from `/proc`) and its own counters
+/// (from its stats endpoint), only the columns some phase measured, and a line for each
+/// missing group saying which flag measures it.
 fn cost_table(report: &BenchReport) -> String {
     let all = phases(report);
     let measured: Vec<_> = all
@@ -286,17 +287,24 @@ fn cost_table(report: &BenchReport) -> String {
             decimals,
         )
     };
+    // Gauges, not per request: shown whether or not a response completed.
+    let gauge = |figure: fn(&crate::report::ServerCost) -> f64, decimals| {
+        fixed_column(
+            &measured
+                .iter()
+                .map(|(_, phase)| phase.server.as_ref().map(figure))
+                .collect::<Vec<_>>(),
+            decimals,
+        )
+    };
+    let server = measured.iter().any(|(_, phase)| phase.server.is_some());
     let mut header = vec!["phase"];
     let mut columns = Vec::new();
     let mut hints = Vec::new();
-    if measured.iter().any(|(_, phase)| phase.server.is_some()) {
-        header.extend(["server µs", "cores"]);
+    if server {
+        header.push("server µs");
         columns.push(column(
             &|phase| phase.server.as_ref().map(|cost| cost.cpu_us_per_request),
-            2,
-        ));
-        columns.push(column(
-            &|phase| phase.server.as_ref().map(|cost| cost.cpu_cores),
             2,
         ));
     } else {
@@ -328,47 +336,8 @@ fn cost_table(report: &BenchReport) -> String {
             2,
         ));
     }
-    if measured
-        .iter()
-        .any(|(_, phase)| phase.server_counters.is_some())
-    {
-        header.extend(["syscalls", "waits"]);
-        columns.push(column(
-            &|phase| {
-                phase
-                    .server_counters
-                    .as_ref()
-                    .map(|counters| counters.syscalls_per_request)
-            },
-            2,
-        ));
-        columns.push(column(
-            &|phase| {
-                phase
-                    .server_counters
-                    .as_ref()
-                    .map(|counters| counters.waits_per_request)
-            },
-            3,
-        ));
-    } else {
-        hints.push(
-            "Syscalls and waits per request were not measured: for a coldwire server give \
-             --server-stats http://ADDR/stats (coldwire serve --admin ADDR).",
-        );
-    }
-    if measured.iter().any(|(_, phase)| phase.server.is_some()) {
+    if server {
         header.extend(["RSS MiB", "fds"]);
-        // Gauges, not per request: shown whether or not a response completed.
-        let gauge = |figure: fn(&crate::report::ServerCost) -> f64, decimals| {
-            fixed_column(
-                &measured
-                    .iter()
-                    .map(|(_, phase)| phase.server.as_ref().map(figure))
-                    .collect::<Vec<_>>(),
-                decimals,
-            )
-        };
         columns.push(gauge(|cost| cost.rss_bytes.1 as f64 / 1_048_576.0, 1));
         columns.push(gauge(|cost| cost.open_descriptors.1 as f64, 0));
     }
@@ -381,6 +350,32 @@ fn cost_table(report: &BenchReport) -> String {
         )
     );
     out += &render(&header, &rows(&names, &columns));
+    if measured
+        .iter()
+        .any(|(_, phase)| phase.server_counters.is_some())
+    {
+        let counter = |figure: fn(&crate::server_stats::ServerCountersDelta) -> f64, decimals| {
+            column(
+                &|phase| phase.server_counters.as_ref().map(figure),
+                decimals,
+            )
+        };
+        let columns = vec![
+            counter(|counters| counters.syscalls_per_request, 2),
+            counter(|counters| counters.waits_per_request, 3),
+            counter(|counters| counters.events_per_wait, 1),
+        ];
+        out += "\nThe server's own counters, per request (from --server-stats)\n\n";
+        out += &render(
+            &["phase", "syscalls", "waits", "events/wait"],
+            &rows(&names, &columns),
+        );
+    } else {
+        hints.push(
+            "Syscalls and waits per request were not measured: for a coldwire server give \
+             --server-stats http://ADDR/stats (coldwire serve --admin ADDR).",
+        );
+    }
     if !hints.is_empty() {
         out.push('\n');
     }
@@ -477,19 +472,6 @@ fn notes(report: &BenchReport) -> String {
                 run.cold.closed_by_server
             ));
         }
-        for phase in &run.phases {
-            if let Some(generator) = &phase.generator
-                && generator.runqueue_wait_seconds > 0.05 * phase.window_seconds
-            {
-                note(format!(
-                    "{}: the generator waited {:.2} s of {:.1} s for a CPU (other processes ran on its core): \
-                     missed slots and corrected latency include that; run it on a core nothing else uses",
-                    phase_name(&run.name, phase),
-                    generator.runqueue_wait_seconds,
-                    phase.window_seconds
-                ));
-            }
-        }
         if let Some(saturation) = &run.saturation {
             note(format!(
                 "{}: saturation throughput {:.0}/s{}",
@@ -505,6 +487,31 @@ fn notes(report: &BenchReport) -> String {
         for warning in &run.warnings {
             note(format!("warning: {warning}"));
         }
+    }
+    // The generator short of CPU: one line for every phase it happened in.
+    let starved: Vec<(String, f64, f64)> = phases(report)
+        .into_iter()
+        .filter_map(|(run, phase)| {
+            let waited = phase.generator.as_ref()?.runqueue_wait_seconds;
+            (waited > 0.05 * phase.window_seconds)
+                .then(|| (phase_name(&run.name, phase), waited, phase.window_seconds))
+        })
+        .collect();
+    if let Some(worst) = starved
+        .iter()
+        .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
+    {
+        let phases = if starved.len() == 1 {
+            worst.0.clone()
+        } else {
+            format!("{} phases", starved.len())
+        };
+        note(format!(
+            "the generator waited for a CPU in {phases} (at worst {:.2} s of {:.1} s, {}): other \
+             processes ran on its core, and missed slots and corrected latency include that; \
+             run it on a core nothing else uses (--cpu)",
+            worst.1, worst.2, worst.0
+        ));
     }
     if report.interrupted {
         note("interrupted: the results cover what ran".into());

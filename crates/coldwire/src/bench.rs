@@ -513,7 +513,8 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     };
     let started = unix_seconds();
     if !arguments.quiet {
-        coldwire_server::errln!("{}", crate::bench_args::describe(&load, &plan));
+        let line = coldwire_bench::table::wrap(&crate::bench_args::describe(&load, &plan), 2);
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
     let thresholds = crate::bench_args::thresholds(&arguments);
     let mut bar = Bar::new(arguments.quiet);
@@ -579,21 +580,23 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
     {
         coldwire_server::errln!("warning: cannot pin the generator to CPU {cpu}: {error}");
     }
-    coldwire_server::errln!(
-        "coldwire bench: built-in scenario — coldwire serve (pid {}{}) on {listen}, files of 1,259 B and 8 KiB; \
-         naive run (constant arrivals, 50 keep-alive connections) then realistic run (Poisson arrivals, {} cold connections) \
-         at {:?} requests/s, {} s + {} s warm-up each",
+    let intro = format!(
+        "coldwire bench: built-in scenario — coldwire serve (pid {}{}) on {listen}, files of \
+         1,259 B and 8 KiB; naive run (constant arrivals, 50 keep-alive connections) then \
+         realistic run (Poisson arrivals, 2,000 cold connections) at 5,000, 20,000 and \
+         50,000 requests/s, {} s + {} s warm-up each",
         server.pid(),
         if two_cores {
             ", worker on CPU 0, generator on CPU 1"
         } else {
             ""
         },
-        quickstart::COLD_CONNECTIONS,
-        quickstart::RATES,
         quickstart::DURATION.as_secs(),
         quickstart::WARMUP.as_secs(),
     );
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(coldwire_bench::table::wrap(&intro, 2).as_bytes());
     let watch = ServerWatch {
         pid: Some(server.pid()),
         stats_url: Some(admin.clone()),
