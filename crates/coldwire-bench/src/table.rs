@@ -59,7 +59,10 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
 /// `text` wrapped at [`WIDTH`], continuation lines indented by `indent` spaces.
 pub fn wrap(text: &str, indent: usize) -> String {
     let pad = " ".repeat(indent);
-    let options = textwrap::Options::new(WIDTH).subsequent_indent(&pad);
+    // Lines break at spaces only: `keep-alive` and `--server-pid` stay whole.
+    let options = textwrap::Options::new(WIDTH)
+        .subsequent_indent(&pad)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let mut out = textwrap::fill(text, options);
     out.push('\n');
     out
@@ -584,6 +587,13 @@ mod tests {
             "{text}"
         );
         assert!(text.lines().nth(1).unwrap().starts_with("-"), "{text}");
+        let words = wrap(&"keep-alive --server-pid ".repeat(10), 0);
+        assert!(
+            words
+                .lines()
+                .all(|line| line.ends_with("keep-alive --server-pid")),
+            "{words}"
+        );
         let note = wrap(&"word ".repeat(40), 2);
         assert!(note.lines().count() > 2);
         assert!(note.lines().all(|line| line.chars().count() <= WIDTH));
