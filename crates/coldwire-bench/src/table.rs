@@ -388,6 +388,9 @@ fn cost_table(report: &BenchReport) -> String {
     out
 }
 
+/// One figure of a phase, if it was measured.
+type Figure = fn(&PhaseReport) -> Option<f64>;
+
 /// With several runs of the same phases (the built-in scenario's naive and realistic
 /// runs), one row per phase with the runs' key figures next to each other.
 fn side_by_side(report: &BenchReport) -> String {
@@ -401,19 +404,19 @@ fn side_by_side(report: &BenchReport) -> String {
     }
     let mut header = vec!["offered/s".to_owned()];
     let mut columns: Vec<Vec<String>> = Vec::new();
-    let figures: [(&str, &dyn Fn(&PhaseReport) -> Option<f64>); 3] = [
-        ("achieved/s", &|phase| Some(phase.achieved_rate)),
-        ("p99 ms", &|phase| {
+    let figures: [(&str, Figure); 3] = [
+        ("achieved/s", |phase| Some(phase.achieved_rate)),
+        ("p99 ms", |phase| {
             (phase.latency.corrected.count > 0).then_some(phase.latency.corrected.p99_us)
         }),
-        ("server µs", &|phase| {
+        ("server µs", |phase| {
             phase.server.as_ref().map(|cost| cost.cpu_us_per_request)
         }),
     ];
     for (index, (figure, value)) in figures.iter().enumerate() {
         for run in runs {
             header.push(format!("{figure}\n{}", run.name));
-            let values: Vec<Option<f64>> = run.phases.iter().map(|phase| value(phase)).collect();
+            let values: Vec<Option<f64>> = run.phases.iter().map(value).collect();
             columns.push(match index {
                 0 => rate_column(&values),
                 1 => latency_column(&values),

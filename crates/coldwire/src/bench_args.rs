@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use bytes::Bytes;
 use coldwire_bench::thresholds::{Percentile, Thresholds};
-use coldwire_bench::{BenchPlan, LoadConfig, Rate, RequestOptions};
+use coldwire_bench::{Arrivals, BenchPlan, LoadConfig, Rate, RequestOptions};
 
 use crate::bench::BenchArgs;
 use crate::runtime_args::parse_duration;
@@ -114,9 +114,13 @@ pub fn describe(load: &LoadConfig, plan: &BenchPlan) -> String {
         ),
         (None, Some(phase)) => (
             match phase.rate {
-                Rate::PerSecond(rate) => format!("{rate:.0} requests/s ({:?})", load.arrivals)
-                    .replace("(Constant)", "(constant)")
-                    .replace("(Poisson)", "(Poisson)"),
+                Rate::PerSecond(rate) => format!(
+                    "{rate:.0} requests/s ({} arrivals)",
+                    match load.arrivals {
+                        Arrivals::Constant => "constant",
+                        Arrivals::Poisson => "Poisson",
+                    }
+                ),
                 Rate::Max => "closed loop (--rate max)".to_owned(),
             },
             phase.warmup,
@@ -137,6 +141,87 @@ pub fn describe(load: &LoadConfig, plan: &BenchPlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(arguments: &[&str]) -> BenchArgs {
+        use clap::Parser;
+        let mut argv = vec!["coldwire", "bench"];
+        argv.extend_from_slice(arguments);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Bench(arguments) => *arguments,
+            other => panic!("not bench: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn wrk_and_oha_flags_parse_and_the_long_ones_still_do() {
+        let arguments = parse(&[
+            "-c",
+            "100",
+            "-d",
+            "2m",
+            "-R",
+            "2000",
+            "-H",
+            "A: b",
+            "-H",
+            "C:d",
+            "-m",
+            "post",
+            "-k",
+            "--p99",
+            "20ms",
+            "http://127.0.0.1:8080/x",
+        ]);
+        assert_eq!(arguments.positional_urls, ["http://127.0.0.1:8080/x"]);
+        assert_eq!(arguments.connections, 100);
+        assert_eq!(arguments.duration, Duration::from_secs(120));
+        assert_eq!(arguments.rate, Rate::PerSecond(2000.0));
+        assert_eq!(
+            arguments.headers,
+            [("A".into(), "b".into()), ("C".into(), "d".into())]
+        );
+        assert!(arguments.insecure);
+        let options = request_options(&arguments).unwrap();
+        assert_eq!(options.method, "POST");
+        let thresholds = thresholds(&arguments);
+        assert_eq!(thresholds.max_error_rate, 0.01);
+        assert_eq!(
+            thresholds.latency,
+            [(Percentile::P99, Duration::from_millis(20))]
+        );
+        // The flags of before, plain numbers in their old units.
+        let arguments = parse(&[
+            "--url",
+            "http://a/",
+            "--url",
+            "http://b/@2",
+            "--connections",
+            "7",
+            "--duration",
+            "2.5",
+            "--warmup",
+            "1",
+            "--timeout",
+            "3",
+            "--rtt",
+            "80",
+            "--late-limit",
+            "1000",
+            "--saturate-p99",
+            "50",
+            "--rate",
+            "max",
+        ]);
+        assert_eq!(arguments.urls.len(), 2);
+        assert_eq!(arguments.duration, Duration::from_millis(2500));
+        assert_eq!(arguments.warmup, Duration::from_secs(1));
+        assert_eq!(arguments.timeout, Duration::from_secs(3));
+        assert_eq!(arguments.rtt, Duration::from_millis(80));
+        assert_eq!(arguments.late_limit, Duration::from_secs(1));
+        assert_eq!(arguments.saturate_p99, Duration::from_millis(50));
+        assert_eq!(arguments.rate, Rate::Max);
+        assert!(request_options(&arguments).unwrap().body.is_empty());
+    }
 
     #[test]
     fn percentages_read_with_or_without_the_sign() {

@@ -39,7 +39,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Proxy(proxy) => proxy::run(proxy),
         cli::Command::Wan(wan) => wan::run(wan),
         cli::Command::Origin(origin) => origin::run(origin),
-        cli::Command::Bench(bench) => bench::run(bench),
+        cli::Command::Bench(bench) => bench::run(*bench),
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),
     };
