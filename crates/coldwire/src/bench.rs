@@ -174,7 +174,8 @@ pub struct BenchArgs {
     /// Seed of the Poisson arrivals and target choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// No progress bar.
+    /// No progress bar and no line describing the run on stderr (the results still go to
+    /// stdout).
     #[arg(long, short)]
     pub quiet: bool,
 }

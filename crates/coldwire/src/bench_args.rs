@@ -24,7 +24,8 @@ Examples:
 
 Exit status:
   0   the run completed and every threshold held
-  1   the run could not be done (bad target, server not reachable at start, ...)
+  1   the run could not be done (a host that does not resolve, a --spawn server
+      that did not start, too few descriptors, ...); the message says what to do
   2   the command line is wrong
   99  a threshold failed: errors above --max-error-rate (1% by default) or a
       latency above --p50/--p90/--p99/--p999 (not checked with --saturate)";
