@@ -149,7 +149,8 @@ impl<D: Driver> Engine<D> {
         } else {
             self.driver.send(id, Chunk::Shared(bytes));
             if let Flush::Failed(error) = self.driver.flush(id) {
-                self.fail_hot_with(id, ErrorKind::of_io_error(&error), error.raw_os_error());
+                let kind = self.socket_error_kind(id, &error);
+                self.fail_hot_with(id, kind, error.raw_os_error());
                 return;
             }
         }
@@ -205,16 +206,25 @@ impl<D: Driver> Engine<D> {
                 }
             }
             Completion::Failed { error, .. } => {
-                let connected = self.hot_mut(id).is_some_and(|hot| hot.connected);
-                let kind = if connected {
-                    ErrorKind::of_io_error(&error)
-                } else {
-                    ErrorKind::Connect
-                };
+                let kind = self.socket_error_kind(id, &error);
                 self.fail_hot_with(id, kind, error.raw_os_error());
             }
             Completion::TimerExpired { .. } => self.hot_timer(id),
             Completion::Sent { .. } | Completion::Accepted { .. } | Completion::Woken => {}
+        }
+    }
+
+    /// A socket error's kind: `connect` before the connection was established (a send
+    /// queued on a connecting socket fails with the connect's errno), else by its errno.
+    pub(crate) fn socket_error_kind(
+        &mut self,
+        id: ConnectionId,
+        error: &std::io::Error,
+    ) -> ErrorKind {
+        if self.hot_mut(id).is_some_and(|hot| hot.connected) {
+            ErrorKind::of_io_error(error)
+        } else {
+            ErrorKind::Connect
         }
     }
 

@@ -241,7 +241,8 @@ impl<D: Driver> Engine<D> {
     pub(crate) fn fail_tls(&mut self, id: ConnectionId, failure: TlsFailure) {
         match failure {
             TlsFailure::Socket(error) => {
-                self.fail_hot_with(id, ErrorKind::of_io_error(&error), error.raw_os_error());
+                let kind = self.socket_error_kind(id, &error);
+                self.fail_hot_with(id, kind, error.raw_os_error());
             }
             TlsFailure::Tls(detail) => self.fail_cause(id, ErrorKind::Tls, None, Some(&detail)),
         }
