@@ -348,7 +348,9 @@ impl<D: Driver> Engine<D> {
         };
         if let Some((deadline, kind)) = deadline {
             if deadline <= now {
-                self.fail_hot(id, kind);
+                // A connect that did not complete says so in its cause.
+                let detail = (kind == ErrorKind::Connect).then_some("timed out");
+                self.fail_cause(id, kind, None, detail);
             } else {
                 if let Some(hot) = self.hot_mut(id) {
                     hot.timer_armed = true;

@@ -298,7 +298,6 @@ mod tests {
             server: ServerInfo::default(),
             runs: vec![run("naive", naive), run("realistic", realistic)],
             interrupted: false,
-            thresholds: Vec::new(),
         }
     }
 

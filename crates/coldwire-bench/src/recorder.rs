@@ -260,18 +260,22 @@ impl Recorder {
     /// socket error when there was one (`connect: ECONNREFUSED (111)`), or `detail` (a
     /// TLS alert's text).
     pub fn error_with(&mut self, kind: ErrorKind, errno: Option<i32>, detail: Option<&str>) {
-        self.error(kind);
+        self.count(kind);
         let cause = match (errno, detail) {
             (Some(errno), _) => format!("{}: {}", kind.name(), errno_name(errno)),
             (None, Some(detail)) => format!("{}: {detail}", kind.name()),
-            (None, None) if kind == ErrorKind::Connect => "connect: timed out".to_owned(),
             (None, None) => kind.name().to_owned(),
         };
         *self.causes.entry(cause).or_default() += 1;
     }
 
-    /// Records a failed window request (by kind only; see [`Recorder::error_with`]).
+    /// Records a failed window request whose cause is its kind alone (see
+    /// [`Recorder::error_with`]).
     pub fn error(&mut self, kind: ErrorKind) {
+        self.error_with(kind, None, None);
+    }
+
+    fn count(&mut self, kind: ErrorKind) {
         let errors = &mut self.errors;
         let counter = match kind {
             ErrorKind::Connect => &mut errors.connect,
@@ -314,8 +318,8 @@ mod tests {
         for _ in 0..3 {
             recorder.error_with(ErrorKind::Connect, Some(libc::ECONNREFUSED), None);
         }
-        recorder.error_with(ErrorKind::Connect, None, None);
-        recorder.error_with(ErrorKind::Timeout, None, None);
+        recorder.error_with(ErrorKind::Connect, None, Some("timed out"));
+        recorder.error(ErrorKind::Timeout);
         recorder.error_with(ErrorKind::Other, Some(4242), None);
         recorder.response(503, 1, 1);
         recorder.response(503, 1, 1);

@@ -303,9 +303,18 @@ pub struct BenchReport {
     pub runs: Vec<RunReport>,
     /// True if the benchmark was interrupted (SIGINT/SIGTERM).
     pub interrupted: bool,
+}
+
+/// The JSON document as written: the report and the thresholds checked on it (a
+/// wrapper, so that every mode that builds a [`BenchReport`] writes the same shape).
+#[derive(Clone, Debug, Serialize)]
+pub struct Document<'a> {
+    /// The report's fields, at the top level.
+    #[serde(flatten)]
+    pub report: &'a BenchReport,
     /// The user's objectives (`--max-error-rate`, `--p99`, …) and whether each held; a
-    /// failed one makes the exit status 99.
-    pub thresholds: Vec<crate::thresholds::Check>,
+    /// failed one makes the exit status 99. Empty when none was checked.
+    pub thresholds: &'a [crate::thresholds::Check],
 }
 
 /// Where the benchmark ran.

@@ -13,9 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use coldwire_bench::report::Document;
 use coldwire_bench::report::{BenchReport, MachineInfo, RunReport, ServerInfo};
 use coldwire_bench::saturate::SaturateConfig;
-use coldwire_bench::thresholds::FAILED_EXIT_STATUS;
+use coldwire_bench::thresholds::{Check, FAILED_EXIT_STATUS};
 use coldwire_bench::{
     Arrivals, BenchError, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan,
     Progress, Rate, SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
@@ -346,17 +347,25 @@ pub(crate) fn unix_seconds() -> f64 {
         .map_or(0.0, |since| since.as_secs_f64())
 }
 
-/// Prints the report (the table, the thresholds, the quick start's conclusion) and writes
-/// the JSON when asked (`-`: to stdout, the table then to stderr). A failed threshold ends
-/// the process with exit status 99 once everything is written.
-pub(crate) fn finish(
+/// Prints the report's tables and writes its JSON when asked (no thresholds, no
+/// conclusion): see [`finish_with`].
+pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Result<()> {
+    finish_with(report, json, &[], None)
+}
+
+/// Prints the report (the tables, the thresholds, the quick start's conclusion) and writes
+/// the JSON when asked (`-`: to stdout, the tables then to stderr). A failed threshold
+/// ends the process with exit status 99 once everything is written.
+pub(crate) fn finish_with(
     report: &BenchReport,
     json: Option<&Path>,
+    thresholds: &[Check],
     conclusion: Option<String>,
 ) -> anyhow::Result<()> {
     let json_to_stdout = json.is_some_and(|path| path == Path::new("-"));
+    let document = Document { report, thresholds };
     let mut text = coldwire_bench::table::format_report(report);
-    let checks = coldwire_bench::thresholds::format_checks(&report.thresholds);
+    let checks = coldwire_bench::thresholds::format_checks(thresholds);
     if !checks.is_empty() {
         text += "\n";
         text += &checks;
@@ -375,7 +384,7 @@ pub(crate) fn finish(
     match json {
         Some(_) if json_to_stdout => {
             let mut stdout = std::io::stdout().lock();
-            let _ = serde_json::to_writer_pretty(&mut stdout, report);
+            let _ = serde_json::to_writer_pretty(&mut stdout, &document);
             let _ = stdout.write_all(b"\n");
             let _ = stdout.flush();
         }
@@ -387,7 +396,7 @@ pub(crate) fn finish(
                 )
             })?;
             let mut writer = std::io::BufWriter::new(file);
-            serde_json::to_writer_pretty(&mut writer, report)
+            serde_json::to_writer_pretty(&mut writer, &document)
                 .map_err(anyhow::Error::from)
                 .and_then(|()| Ok(writer.flush()?))
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -398,7 +407,7 @@ pub(crate) fn finish(
         }
         None => {}
     }
-    if report.thresholds.iter().any(|check| !check.passed) {
+    if thresholds.iter().any(|check| !check.passed) {
         coldwire_server::errln!(
             "coldwire bench: a threshold failed (✗ above): exit status {FAILED_EXIT_STATUS}"
         );
@@ -538,19 +547,20 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
             pid,
             stats_url: arguments.server_stats.clone(),
         },
-        thresholds: match &plan.saturate {
-            // Steps are run until one fails on purpose: no objective to check.
-            Some(_) => Vec::new(),
-            None => run
-                .phases
-                .iter()
-                .flat_map(|phase| thresholds.check(&phase.label, phase))
-                .collect(),
-        },
         runs: vec![run],
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(&report, arguments.json.as_deref(), None)
+    if plan.saturate.is_some() {
+        // Steps are run until one fails on purpose: no objective to check.
+        return finish(&report, arguments.json.as_deref());
+    }
+    let checks: Vec<Check> = report
+        .runs
+        .iter()
+        .flat_map(|run| &run.phases)
+        .flat_map(|phase| thresholds.check(&phase.label, phase))
+        .collect();
+    finish_with(&report, arguments.json.as_deref(), &checks, None)
 }
 
 /// The built-in scenario: see `coldwire_bench::quickstart`.
@@ -644,8 +654,7 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
         },
         runs,
         interrupted: stop.load(Ordering::Relaxed),
-        thresholds: Vec::new(),
     };
     let conclusion = quickstart::conclusion(&report);
-    finish(&report, arguments.json.as_deref(), conclusion)
+    finish_with(&report, arguments.json.as_deref(), &[], conclusion)
 }
