@@ -96,8 +96,9 @@ pub struct BenchArgs {
     pub requests_per_connection: u64,
     /// Time before an unanswered request (or connect, or a request waiting for a free
     /// connection) is abandoned and counted (`5s`, `500ms`; a plain number is seconds).
-    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Duration,
+    /// Held as seconds (the other run modes read it so).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = crate::bench_args::parse_seconds)]
+    pub timeout: f64,
     /// Cold connections opened before measurement and held for the whole run.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub cold: usize,
@@ -140,9 +141,10 @@ pub struct BenchArgs {
     #[arg(long, default_value = "100", value_name = "DURATION", value_parser = crate::bench_args::parse_millis)]
     pub saturate_p99: Duration,
     /// A slot the generator reaches this late is skipped (counted as missed), never sent
-    /// in a burst (`5ms`; a plain number is milliseconds).
-    #[arg(long, default_value = "5", value_name = "DURATION", value_parser = crate::bench_args::parse_millis)]
-    pub late_limit: Duration,
+    /// in a burst (`5ms`; a plain number is milliseconds). Held as milliseconds (the other
+    /// run modes read it so).
+    #[arg(long, default_value = "5", value_name = "DURATION", value_parser = crate::bench_args::parse_milliseconds)]
+    pub late_limit: f64,
     /// Measure this process (and its children) as the server: CPU per request, RSS, fds.
     #[arg(long, value_name = "PID", conflicts_with = "spawn")]
     pub server_pid: Option<u32>,
@@ -446,13 +448,13 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.arrivals = arguments.arrivals;
     load.connections = arguments.connections;
     load.requests_per_connection = arguments.requests_per_connection;
-    load.timeout = arguments.timeout;
+    load.timeout = Duration::from_secs_f64(arguments.timeout);
     load.cold = arguments.cold;
     load.cold_mode = arguments.cold_mode;
     load.cold_address = arguments.cold_target;
     load.cold_connect_rate = arguments.cold_rate;
     load.trickle_interval = arguments.trickle_interval;
-    load.late_limit = arguments.late_limit;
+    load.late_limit = Duration::from_secs_f64(arguments.late_limit / 1000.0);
     load.seed = arguments.seed;
     load.poll = !arguments.no_poll;
     load.rtt = arguments.rtt;

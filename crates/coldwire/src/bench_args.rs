@@ -55,6 +55,17 @@ pub fn parse_millis(text: &str) -> Result<Duration, String> {
     parse_duration(trimmed)
 }
 
+/// A duration as [`parse_duration`] reads it (a plain number is seconds), in seconds.
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    parse_duration(text).map(|duration| duration.as_secs_f64())
+}
+
+/// A duration as [`parse_millis`] reads it (a plain number is milliseconds), in
+/// milliseconds.
+pub fn parse_milliseconds(text: &str) -> Result<f64, String> {
+    parse_millis(text).map(|duration| duration.as_secs_f64() * 1000.0)
+}
+
 /// The method, header fields and body of every request.
 pub fn request_options(arguments: &BenchArgs) -> anyhow::Result<RequestOptions> {
     let body = match (&arguments.body, &arguments.body_file) {
@@ -216,9 +227,9 @@ mod tests {
         assert_eq!(arguments.urls.len(), 2);
         assert_eq!(arguments.duration, Duration::from_millis(2500));
         assert_eq!(arguments.warmup, Duration::from_secs(1));
-        assert_eq!(arguments.timeout, Duration::from_secs(3));
+        assert_eq!(arguments.timeout, 3.0);
         assert_eq!(arguments.rtt, Duration::from_millis(80));
-        assert_eq!(arguments.late_limit, Duration::from_secs(1));
+        assert_eq!(arguments.late_limit, 1000.0);
         assert_eq!(arguments.saturate_p99, Duration::from_millis(50));
         assert_eq!(arguments.rate, Rate::Max);
         assert!(request_options(&arguments).unwrap().body.is_empty());
@@ -245,5 +256,7 @@ mod tests {
         assert_eq!(parse_millis("1s"), Ok(Duration::from_secs(1)));
         assert!(parse_millis("-1").is_err());
         assert!(parse_millis("soon").unwrap_err().contains("500ms"));
+        assert_eq!(parse_seconds("500ms"), Ok(0.5));
+        assert_eq!(parse_milliseconds("1s"), Ok(1000.0));
     }
 }
