@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::BenchError;
 use crate::schedule::Arrivals;
-use crate::target::Target;
+use crate::target::{RequestOptions, Target};
 
 /// What cold connections do while held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -40,6 +40,13 @@ pub struct LoadConfig {
     pub targets: Vec<Target>,
     /// Send everything to this proxy, with absolute-form request lines.
     pub proxy: Option<SocketAddr>,
+    /// Method, extra header fields and body of every request (`urls` workload).
+    pub request: RequestOptions,
+    /// `https://` targets: accept any certificate (`--insecure`, as curl's `-k`).
+    pub insecure: bool,
+    /// `https://` targets: trust the CA certificates of this PEM file as well as the
+    /// bundled web roots (`--cacert`).
+    pub ca_file: Option<std::path::PathBuf>,
     /// Arrival process of the open loop.
     pub arrivals: Arrivals,
     /// Most hot connections open at once (each carries one request at a time).
@@ -120,6 +127,9 @@ impl LoadConfig {
         LoadConfig {
             targets,
             proxy: None,
+            request: RequestOptions::default(),
+            insecure: false,
+            ca_file: None,
             arrivals: Arrivals::Constant,
             connections: 50,
             requests_per_connection: 0,
@@ -152,6 +162,21 @@ impl LoadConfig {
         if self.cold_mode == ColdMode::Trickle && self.trickle_interval.is_zero() {
             return fail("--trickle-interval must be positive");
         }
+        if self.proxy.is_some() && self.targets.iter().any(|target| target.tls) {
+            return fail(
+                "https:// targets cannot go through --proxy (CONNECT tunnels are not generated): \
+                 benchmark the origin directly, or use an http:// URL",
+            );
+        }
+        if self.cold > 0
+            && self.cold_mode == ColdMode::Trickle
+            && self.targets.iter().any(|target| target.tls)
+        {
+            return fail(
+                "--cold-mode trickle sends plain HTTP: it cannot go to an https:// target (idle cold connections can)",
+            );
+        }
+        self.request.validate()?;
         Ok(())
     }
 }

@@ -67,6 +67,8 @@ pub(crate) struct Hot {
     /// Resting for the emulated round-trip time (`LoadConfig::rtt`) after a response: not
     /// idle yet, its timer set to the end of the rest.
     pub(crate) resting: bool,
+    /// The TLS session of an `https://` endpoint (`crate::tls`); `None` for plain HTTP.
+    pub(crate) tls: Option<Box<rustls::ClientConnection>>,
 }
 
 /// A cold connection.
@@ -188,6 +190,10 @@ pub struct Engine<D: Driver> {
     pub(crate) closed_loop: bool,
     pub(crate) issuing: bool,
     pub(crate) now: Instant,
+    /// TLS settings when some endpoint is `https://` (`crate::tls`).
+    pub(crate) tls: Option<crate::tls::TlsClient>,
+    /// Requests are HEAD: responses carry no body.
+    pub(crate) head_requests: bool,
     stop: Arc<AtomicBool>,
 }
 
@@ -216,6 +222,8 @@ impl<D: Driver> Engine<D> {
         }
         let trickle_head = workload.trickle_head();
         let random = Random::new(config.seed ^ 0x5eed);
+        let tls = crate::tls::TlsClient::for_load(&config)?;
+        let head_requests = config.request.method.eq_ignore_ascii_case("HEAD");
         Ok(Engine {
             idle: vec![Vec::new(); workload.endpoints().len()],
             driver,
@@ -236,6 +244,8 @@ impl<D: Driver> Engine<D> {
             closed_loop: false,
             issuing: false,
             now: Instant::now(),
+            tls,
+            head_requests,
             stop,
         })
     }
@@ -275,7 +285,18 @@ impl<D: Driver> Engine<D> {
 
     /// Counts a failed window request (in its kind and in the second it failed).
     pub(crate) fn count_error(&mut self, kind: ErrorKind) {
-        self.recorder.error(kind);
+        self.count_error_with(kind, None, None);
+    }
+
+    /// [`Engine::count_error`] with the cause's errno or text (see
+    /// [`Recorder::error_with`](crate::recorder::Recorder::error_with)).
+    pub(crate) fn count_error_with(
+        &mut self,
+        kind: ErrorKind,
+        errno: Option<i32>,
+        detail: Option<&str>,
+    ) {
+        self.recorder.error_with(kind, errno, detail);
         if let Some(second) = self.second_of(self.now)
             && let Some(interval) = self.recorder.interval(second)
         {

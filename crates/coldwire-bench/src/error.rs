@@ -11,7 +11,7 @@ use coldwire_process::{Failure, ProcessError};
 pub enum BenchError {
     /// A `--url` could not be understood.
     #[error(
-        "bad URL `{url}`: {reason} (expected http://HOST[:PORT]/PATH, optionally followed by @WEIGHT)"
+        "bad URL `{url}`: {reason} (expected http://HOST[:PORT]/PATH or https://…, optionally followed by @WEIGHT)"
     )]
     BadUrl {
         /// The URL as given.
@@ -30,6 +30,10 @@ pub enum BenchError {
     /// The parameters contradict each other or are out of range.
     #[error("{0}")]
     Config(String),
+    /// TLS could not be set up (a CA file that cannot be read, a host name that cannot be a
+    /// TLS server name).
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The generator's own event loop failed (creating the poller, waiting).
     #[error("the load generator's event loop failed: {0}")]
     Io(#[from] io::Error),

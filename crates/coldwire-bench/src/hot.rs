@@ -62,7 +62,18 @@ impl<D: Driver> Engine<D> {
     fn open_and_send(&mut self, pending: Pending) {
         let measured = pending.measured;
         let endpoint = pending.request.endpoint;
-        match self.driver.connect(self.workload.endpoints()[endpoint]) {
+        let address = self.workload.endpoints()[endpoint];
+        let tls = match self.tls.as_ref().and_then(|tls| tls.connection(address)) {
+            Some(Ok(connection)) => Some(Box::new(connection)),
+            Some(Err(error)) => {
+                if measured {
+                    self.count_error_with(ErrorKind::Tls, None, Some(&error.to_string()));
+                }
+                return;
+            }
+            None => None,
+        };
+        match self.driver.connect(address) {
             Ok(id) => {
                 self.hot_open += 1;
                 if measured {
@@ -80,6 +91,7 @@ impl<D: Driver> Engine<D> {
                     timer_armed: false,
                     idle: false,
                     resting: false,
+                    tls,
                 }));
                 self.send_request(id, pending);
             }
@@ -90,7 +102,7 @@ impl<D: Driver> Engine<D> {
                         None => ErrorKind::NoDescriptor,
                         _ => ErrorKind::Connect,
                     };
-                    self.count_error(kind);
+                    self.count_error_with(kind, error.raw_os_error(), None);
                 }
             }
         }
@@ -120,17 +132,26 @@ impl<D: Driver> Engine<D> {
             retried,
         });
         hot.idle = false;
-        hot.reader.reset();
+        hot.reader.reset_for(self.head_requests);
         let arm_timer = !hot.timer_armed;
         hot.timer_armed = true;
         self.in_flight += 1;
         if measured {
             self.recorder.sent += 1;
         }
-        self.driver.send(id, Chunk::Shared(bytes));
-        if let Flush::Failed(error) = self.driver.flush(id) {
-            self.fail_hot(id, ErrorKind::of_io_error(&error));
-            return;
+        let is_tls = hot.tls.is_some();
+        if is_tls {
+            if let Err(failure) = self.tls_send(id, &bytes) {
+                self.fail_tls(id, failure);
+                return;
+            }
+        } else {
+            self.driver.send(id, Chunk::Shared(bytes));
+            if let Flush::Failed(error) = self.driver.flush(id) {
+                let kind = self.socket_error_kind(id, &error);
+                self.fail_hot_with(id, kind, error.raw_os_error());
+                return;
+            }
         }
         self.driver.recv(id);
         if arm_timer {
@@ -143,6 +164,25 @@ impl<D: Driver> Engine<D> {
             Completion::Connected { .. } => {
                 if let Some(hot) = self.hot_mut(id) {
                     hot.connected = true;
+                }
+            }
+            Completion::Received { buffer, .. }
+                if self.hot_mut(id).is_some_and(|hot| hot.tls.is_some()) =>
+            {
+                let plain = self.tls_receive(id, buffer.filled());
+                self.driver.recycle(buffer);
+                match plain {
+                    Err(failure) => self.fail_tls(id, failure),
+                    Ok(plain) => {
+                        let outcome = match self.hot_mut(id) {
+                            Some(hot) if hot.request.is_some() => hot.reader.feed(&plain),
+                            // Session tickets and other TLS housekeeping on an idle
+                            // (or resting) connection: keep listening.
+                            Some(_) if plain.is_empty() => ReadOutcome::NeedMore,
+                            _ => ReadOutcome::Malformed("unsolicited bytes"),
+                        };
+                        self.on_read(id, outcome);
+                    }
                 }
             }
             Completion::Received { buffer, .. } => {
@@ -165,16 +205,25 @@ impl<D: Driver> Engine<D> {
                 }
             }
             Completion::Failed { error, .. } => {
-                let connected = self.hot_mut(id).is_some_and(|hot| hot.connected);
-                let kind = if connected {
-                    ErrorKind::of_io_error(&error)
-                } else {
-                    ErrorKind::Connect
-                };
-                self.fail_hot(id, kind);
+                let kind = self.socket_error_kind(id, &error);
+                self.fail_hot_with(id, kind, error.raw_os_error());
             }
             Completion::TimerExpired { .. } => self.hot_timer(id),
             Completion::Sent { .. } | Completion::Accepted { .. } | Completion::Woken => {}
+        }
+    }
+
+    /// A socket error's kind: `connect` before the connection was established (a send
+    /// queued on a connecting socket fails with the connect's errno), else by its errno.
+    pub(crate) fn socket_error_kind(
+        &mut self,
+        id: ConnectionId,
+        error: &std::io::Error,
+    ) -> ErrorKind {
+        if self.hot_mut(id).is_some_and(|hot| hot.connected) {
+            ErrorKind::of_io_error(error)
+        } else {
+            ErrorKind::Connect
         }
     }
 
@@ -298,7 +347,9 @@ impl<D: Driver> Engine<D> {
         };
         if let Some((deadline, kind)) = deadline {
             if deadline <= now {
-                self.fail_hot(id, kind);
+                // A connect that did not complete says so in its cause.
+                let detail = (kind == ErrorKind::Connect).then_some("timed out");
+                self.fail_cause(id, kind, None, detail);
             } else {
                 if let Some(hot) = self.hot_mut(id) {
                     hot.timer_armed = true;
@@ -315,6 +366,22 @@ impl<D: Driver> Engine<D> {
     /// connection (as browsers do: the server closed the idle connection as the request
     /// went out); its intended start stays, so the retry's cost shows in corrected latency.
     pub(crate) fn fail_hot(&mut self, id: ConnectionId, kind: ErrorKind) {
+        self.fail_cause(id, kind, None, None);
+    }
+
+    /// [`Engine::fail_hot`] with the errno of the socket error, for the error's cause.
+    pub(crate) fn fail_hot_with(&mut self, id: ConnectionId, kind: ErrorKind, errno: Option<i32>) {
+        self.fail_cause(id, kind, errno, None);
+    }
+
+    /// [`Engine::fail_hot`] with the cause's errno or text.
+    pub(crate) fn fail_cause(
+        &mut self,
+        id: ConnectionId,
+        kind: ErrorKind,
+        errno: Option<i32>,
+        detail: Option<&str>,
+    ) {
         if let Some(hot) = self.hot_mut(id)
             && let Some(request) = hot.request
         {
@@ -330,7 +397,7 @@ impl<D: Driver> Engine<D> {
                     retried: true,
                 });
             } else if request.measured {
-                self.count_error(kind);
+                self.count_error_with(kind, errno, detail);
             }
         }
         self.close_hot(id);

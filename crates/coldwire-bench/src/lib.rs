@@ -38,6 +38,8 @@ pub mod schedule;
 pub mod server_stats;
 pub mod table;
 pub mod target;
+pub mod thresholds;
+pub mod tls;
 pub mod workload;
 
 mod cold;
@@ -49,5 +51,5 @@ pub use error::BenchError;
 pub use report::{BenchReport, SCHEMA_VERSION};
 pub use run::{BenchPlan, ServerWatch, run_benchmark};
 pub use schedule::Arrivals;
-pub use target::Target;
+pub use target::{RequestOptions, Target};
 pub use workload::{RequestSpec, Workload};

@@ -7,11 +7,15 @@
 //!
 //! Threads that exit during the window take their schedstat time with them; servers with
 //! a fixed set of threads (coldwire, nginx workers) are measured exactly.
+//!
+//! The files are parsed by the `procfs` crate (sampling happens twice per measured
+//! window, never on the generator's hot path).
 
-use std::fs;
 use std::io;
 use std::time::Instant;
 
+use procfs::process::Process;
+use procfs::{CurrentSI, KernelStats};
 use serde::Serialize;
 
 /// `/proc` reports process times in USER_HZ ticks, fixed at 100 per second by the ABI.
@@ -41,62 +45,34 @@ pub struct ProcessSample {
     pub open_descriptors: u64,
 }
 
-/// Process ids of `pid` and all its descendants.
+/// A `procfs` error as the `io::Error` the callers report (`NotFound` for a process that
+/// is gone).
+fn io_error(error: procfs::ProcError) -> io::Error {
+    match error {
+        procfs::ProcError::NotFound(_) => io::Error::from(io::ErrorKind::NotFound),
+        procfs::ProcError::PermissionDenied(_) => io::Error::from(io::ErrorKind::PermissionDenied),
+        procfs::ProcError::Io(error, _) => error,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// Process ids of `pid` and all its descendants (from every thread's `children`).
 fn process_tree(pid: u32) -> Vec<u32> {
     let mut tree = vec![pid];
     let mut index = 0;
     while index < tree.len() && tree.len() < 4096 {
         let parent = tree[index];
         index += 1;
-        let Ok(tasks) = fs::read_dir(format!("/proc/{parent}/task")) else {
+        let Ok(tasks) = Process::new(parent as i32).and_then(|process| process.tasks()) else {
             continue;
         };
         for task in tasks.flatten() {
-            let path = task.path().join("children");
-            if let Ok(children) = fs::read_to_string(path) {
-                tree.extend(
-                    children
-                        .split_whitespace()
-                        .filter_map(|child| child.parse::<u32>().ok()),
-                );
+            if let Ok(children) = task.children() {
+                tree.extend(children);
             }
         }
     }
     tree
-}
-
-fn first_number(text: &str) -> u64 {
-    text.split_whitespace()
-        .next()
-        .and_then(|field| field.parse().ok())
-        .unwrap_or(0)
-}
-
-/// User and system ticks from `/proc/PID/stat` (fields 14 and 15; the command name may
-/// hold spaces and parentheses, so fields are counted after the last `)`).
-fn process_ticks(pid: u32) -> io::Result<(u64, u64)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let number = |index: usize| {
-        fields
-            .get(index)
-            .and_then(|field| field.parse().ok())
-            .unwrap_or(0)
-    };
-    Ok((number(11), number(12)))
-}
-
-fn rss_bytes(pid: u32) -> u64 {
-    fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .map(|line| first_number(line.trim_start_matches("VmRSS:")) * 1024)
-        })
-        .unwrap_or(0)
 }
 
 /// Samples `pid` (and, if `with_descendants`, every process below it).
@@ -117,32 +93,32 @@ pub fn sample_process(pid: u32, with_descendants: bool) -> io::Result<ProcessSam
         rss_bytes: 0,
         open_descriptors: 0,
     };
-    for (position, process) in pids.into_iter().enumerate() {
-        let tasks = match fs::read_dir(format!("/proc/{process}/task")) {
-            Ok(tasks) => tasks,
+    for (position, id) in pids.into_iter().enumerate() {
+        let opened = Process::new(id as i32).and_then(|process| {
+            let tasks = process.tasks()?;
+            Ok((process, tasks))
+        });
+        let (process, tasks) = match opened {
+            Ok(opened) => opened,
             // The root must exist; a descendant may have exited meanwhile.
-            Err(error) if position == 0 => return Err(error),
+            Err(error) if position == 0 => return Err(io_error(error)),
             Err(_) => continue,
         };
         for task in tasks.flatten() {
-            if let Ok(schedstat) = fs::read_to_string(task.path().join("schedstat")) {
-                sample.cpu_ns += first_number(&schedstat);
-                sample.runqueue_wait_ns += schedstat
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|field| field.parse::<u64>().ok())
-                    .unwrap_or(0);
+            if let Ok(schedstat) = task.schedstat() {
+                sample.cpu_ns += schedstat.sum_exec_runtime;
+                sample.runqueue_wait_ns += schedstat.run_delay;
                 sample.threads += 1;
             }
         }
-        if let Ok((user, system)) = process_ticks(process) {
-            sample.user_ticks += user;
-            sample.system_ticks += system;
+        if let Ok(stat) = process.stat() {
+            sample.user_ticks += stat.utime;
+            sample.system_ticks += stat.stime;
         }
-        sample.rss_bytes += rss_bytes(process);
-        sample.open_descriptors += fs::read_dir(format!("/proc/{process}/fd"))
-            .map(|entries| entries.count() as u64)
-            .unwrap_or(0);
+        if let Ok(status) = process.status() {
+            sample.rss_bytes += status.vmrss.unwrap_or(0) * 1024;
+        }
+        sample.open_descriptors += process.fd_count().unwrap_or(0) as u64;
         sample.processes += 1;
     }
     Ok(sample)
@@ -178,26 +154,16 @@ impl MachineSample {
 
 /// Reads `/proc/stat`.
 pub fn sample_machine() -> io::Result<MachineSample> {
-    let stat = fs::read_to_string("/proc/stat")?;
-    let line = stat
-        .lines()
-        .find(|line| line.starts_with("cpu "))
-        .ok_or_else(|| io::Error::other("no cpu line in /proc/stat"))?;
-    let numbers: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|field| field.parse().unwrap_or(0))
-        .collect();
-    let number = |index: usize| numbers.get(index).copied().unwrap_or(0);
+    let total = KernelStats::current().map_err(io_error)?.total;
     Ok(MachineSample {
-        user: number(0),
-        nice: number(1),
-        system: number(2),
-        idle: number(3),
-        iowait: number(4),
-        irq: number(5),
-        softirq: number(6),
-        steal: number(7),
+        user: total.user,
+        nice: total.nice,
+        system: total.system,
+        idle: total.idle,
+        iowait: total.iowait.unwrap_or(0),
+        irq: total.irq.unwrap_or(0),
+        softirq: total.softirq.unwrap_or(0),
+        steal: total.steal.unwrap_or(0),
     })
 }
 

@@ -1,11 +1,14 @@
 //! What one phase records: latency histograms (corrected from the intended start and raw
 //! from the actual send, in nanoseconds, HdrHistogram with 3 significant digits), schedule
-//! lateness, counts of requests and responses, errors by kind and bytes.
+//! lateness, counts of requests and responses, errors by kind (and by cause: the errno of a
+//! socket error, the status code of a bad status) and bytes.
 //!
 //! Which request counts where: a request *belongs* to the phase's measured window when its
 //! intended start falls inside it; its latency and its errors are recorded even if it
 //! completes after the window closed (bounded by `--timeout`). Throughput counts the
 //! responses that *completed* inside the window.
+
+use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -35,6 +38,9 @@ pub struct ErrorCounts {
     pub other: u64,
     /// No descriptor or connection slot was left to open a connection.
     pub no_descriptor: u64,
+    /// The TLS handshake or a TLS record failed (a certificate not trusted, a protocol
+    /// error): the message is in the error's cause.
+    pub tls: u64,
 }
 
 impl ErrorCounts {
@@ -49,6 +55,7 @@ impl ErrorCounts {
             + self.bad_response
             + self.other
             + self.no_descriptor
+            + self.tls
     }
 }
 
@@ -89,6 +96,56 @@ pub enum ErrorKind {
     Other,
     /// See [`ErrorCounts::no_descriptor`].
     NoDescriptor,
+    /// See [`ErrorCounts::tls`].
+    Tls,
+}
+
+impl ErrorKind {
+    /// How the kind reads in an error's cause (`connect`, `timeout`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::QueueTimeout => "queue timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed by the server",
+            ErrorKind::BadStatus => "status",
+            ErrorKind::BadResponse => "bad response",
+            ErrorKind::Other => "socket error",
+            ErrorKind::NoDescriptor => "no descriptor",
+            ErrorKind::Tls => "tls",
+        }
+    }
+}
+
+/// An errno as people look it up: `ECONNREFUSED (111)` (the number alone for one this
+/// table does not name).
+pub fn errno_name(errno: i32) -> String {
+    let name = match errno {
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ECONNABORTED => "ECONNABORTED",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ENETDOWN => "ENETDOWN",
+        libc::EHOSTDOWN => "EHOSTDOWN",
+        libc::EPIPE => "EPIPE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EMFILE => "EMFILE",
+        libc::ENFILE => "ENFILE",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::ENOMEM => "ENOMEM",
+        libc::EAGAIN => "EAGAIN",
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::EPROTO => "EPROTO",
+        libc::EINVAL => "EINVAL",
+        _ => return format!("errno {errno}"),
+    };
+    format!("{name} ({errno})")
 }
 
 impl ErrorKind {
@@ -135,6 +192,9 @@ pub struct Recorder {
     pub cold_closed_by_server: u64,
     /// Per second of the window.
     pub intervals: Vec<Interval>,
+    /// Failed requests of the window by cause (`connect: ECONNREFUSED (111)`,
+    /// `status 503`, `timeout`, …): what a person needs to act on them.
+    pub causes: BTreeMap<String, u64>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -167,6 +227,7 @@ impl Recorder {
             connections_opened: 0,
             cold_closed_by_server: 0,
             intervals: Vec::new(),
+            causes: BTreeMap::new(),
         }
     }
 
@@ -187,6 +248,7 @@ impl Recorder {
         self.status_classes[class] += 1;
         if status >= 400 {
             self.errors.bad_status += 1;
+            *self.causes.entry(format!("status {status}")).or_default() += 1;
             return;
         }
         self.succeeded += 1;
@@ -194,8 +256,26 @@ impl Recorder {
         self.raw.saturating_record(raw_ns.max(1));
     }
 
-    /// Records a failed window request.
+    /// Records a failed window request and its cause: the kind, with the errno of the
+    /// socket error when there was one (`connect: ECONNREFUSED (111)`), or `detail` (a
+    /// TLS alert's text).
+    pub fn error_with(&mut self, kind: ErrorKind, errno: Option<i32>, detail: Option<&str>) {
+        self.count(kind);
+        let cause = match (errno, detail) {
+            (Some(errno), _) => format!("{}: {}", kind.name(), errno_name(errno)),
+            (None, Some(detail)) => format!("{}: {detail}", kind.name()),
+            (None, None) => kind.name().to_owned(),
+        };
+        *self.causes.entry(cause).or_default() += 1;
+    }
+
+    /// Records a failed window request whose cause is its kind alone (see
+    /// [`Recorder::error_with`]).
     pub fn error(&mut self, kind: ErrorKind) {
+        self.error_with(kind, None, None);
+    }
+
+    fn count(&mut self, kind: ErrorKind) {
         let errors = &mut self.errors;
         let counter = match kind {
             ErrorKind::Connect => &mut errors.connect,
@@ -207,6 +287,7 @@ impl Recorder {
             ErrorKind::BadResponse => &mut errors.bad_response,
             ErrorKind::Other => &mut errors.other,
             ErrorKind::NoDescriptor => &mut errors.no_descriptor,
+            ErrorKind::Tls => &mut errors.tls,
         };
         *counter += 1;
     }
@@ -229,6 +310,36 @@ mod tests {
         assert_eq!(recorder.errors.total(), 2);
         assert_eq!(recorder.corrected.len(), 2);
         assert_eq!(recorder.raw.max(), recorder.raw.highest_equivalent(3_000));
+    }
+
+    #[test]
+    fn causes_name_the_errno_and_the_status() {
+        let mut recorder = Recorder::new();
+        for _ in 0..3 {
+            recorder.error_with(ErrorKind::Connect, Some(libc::ECONNREFUSED), None);
+        }
+        recorder.error_with(ErrorKind::Connect, None, Some("timed out"));
+        recorder.error(ErrorKind::Timeout);
+        recorder.error_with(ErrorKind::Other, Some(4242), None);
+        recorder.response(503, 1, 1);
+        recorder.response(503, 1, 1);
+        let causes: Vec<(&str, u64)> = recorder
+            .causes
+            .iter()
+            .map(|(cause, count)| (cause.as_str(), *count))
+            .collect();
+        assert_eq!(
+            causes,
+            [
+                ("connect: ECONNREFUSED (111)", 3),
+                ("connect: timed out", 1),
+                ("socket error: errno 4242", 1),
+                ("status 503", 2),
+                ("timeout", 1),
+            ]
+        );
+        assert_eq!(recorder.errors.connect, 4);
+        assert_eq!(recorder.errors.total(), 8);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! `docs/bench-json.md`. Bump [`SCHEMA_VERSION`] on any change that removes or renames a
 //! field or changes its meaning; adding fields keeps the version.
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -173,6 +175,9 @@ pub struct PhaseReport {
     pub achieved_rate: f64,
     /// Errors of window requests by kind.
     pub errors: ErrorCounts,
+    /// Errors of window requests by cause: `connect: ECONNREFUSED (111)`, `status 503`,
+    /// `timeout`, `tls: …` — the kind with its errno, status code or message.
+    pub error_causes: BTreeMap<String, u64>,
     /// Their sum.
     pub errors_total: u64,
     /// Responses by status class, `[1xx, 2xx, 3xx, 4xx, 5xx]`.
@@ -238,6 +243,7 @@ impl PhaseReport {
             achieved_rate: per_second(recorder.succeeded_in_window as f64),
             errors: recorder.errors,
             errors_total: recorder.errors.total(),
+            error_causes: recorder.causes.clone(),
             status_classes: recorder.status_classes,
             bytes: recorder.bytes_in_window,
             bytes_per_second: per_second(recorder.bytes_in_window as f64),
@@ -307,6 +313,18 @@ pub struct BenchReport {
     pub runs: Vec<RunReport>,
     /// True if the benchmark was interrupted (SIGINT/SIGTERM).
     pub interrupted: bool,
+}
+
+/// The JSON document as written: the report and the thresholds checked on it (a
+/// wrapper, so that every mode that builds a [`BenchReport`] writes the same shape).
+#[derive(Clone, Debug, Serialize)]
+pub struct Document<'a> {
+    /// The report's fields, at the top level.
+    #[serde(flatten)]
+    pub report: &'a BenchReport,
+    /// The user's objectives (`--max-error-rate`, `--p99`, …) and whether each held; a
+    /// failed one makes the exit status 99. Empty when none was checked.
+    pub thresholds: &'a [crate::thresholds::Check],
 }
 
 /// Where the benchmark ran.

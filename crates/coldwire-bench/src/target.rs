@@ -1,6 +1,7 @@
-//! Request targets: `--url` parsing (with weights), address resolution, and a target's
-//! request bytes — in origin form, or in absolute form (`GET http://host/path HTTP/1.1`)
-//! for a proxy. The `urls` workload (`crate::workload::urls`) prebuilds them once per
+//! Request targets: `--url` parsing (with weights, `http://` or `https://`), address
+//! resolution, and a target's request bytes — in origin form, or in absolute form
+//! (`GET http://host/path HTTP/1.1`) for a proxy — with the method, extra header fields
+//! and body of [`RequestOptions`]. The `urls` workload (`crate::workload::urls`) prebuilds them once per
 //! target and picks one per request.
 //!
 //! A [`SEQ`] placeholder in a URL's path or query is replaced, request by request, by a
@@ -10,8 +11,96 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use bytes::Bytes;
+use serde::Serialize;
 
 use crate::error::BenchError;
+
+/// What every request carries besides its URL: `--method`, `--header`, `--body`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RequestOptions {
+    /// The request method (`GET` unless `-m/--method` says otherwise).
+    pub method: String,
+    /// Extra header fields, in order (`-H/--header "Name: value"`). A `Host` or
+    /// `User-Agent` given here replaces the generator's own.
+    pub headers: Vec<(String, String)>,
+    /// The request body (sent with `Content-Length`); empty: none.
+    #[serde(rename = "body_bytes", serialize_with = "serialize_length")]
+    pub body: Bytes,
+}
+
+fn serialize_length<S: serde::Serializer>(body: &Bytes, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(body.len() as u64)
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            method: "GET".to_owned(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+}
+
+impl RequestOptions {
+    /// Checks the method is a token and the header fields are well formed (a name that is a
+    /// token, a value without CR, LF or NUL) and leave the framing to the generator.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let fail = |message: String| Err(BenchError::Config(message));
+        if self.method.is_empty() || !self.method.bytes().all(is_token_byte) {
+            return fail(format!(
+                "--method `{}` is not an HTTP method (letters such as GET, POST, PUT, HEAD)",
+                self.method
+            ));
+        }
+        for (name, value) in &self.headers {
+            if name.is_empty() || !name.bytes().all(is_token_byte) {
+                return fail(format!(
+                    "--header `{name}: {value}`: the name must be a token (letters, digits, - …); write --header 'Name: value'"
+                ));
+            }
+            if value.bytes().any(|byte| matches!(byte, b'\r' | b'\n' | 0)) {
+                return fail(format!(
+                    "--header `{name}`: the value must not contain CR, LF or NUL"
+                ));
+            }
+            if name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+                || name.eq_ignore_ascii_case("connection")
+            {
+                return fail(format!(
+                    "--header `{name}`: the generator sets {name} itself (from --body, and \
+                     --requests-per-connection); leave it out"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn has_header(&self, wanted: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
+    }
+}
+
+/// Parses `Name: value` (as curl's and wrk's `-H`).
+pub fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("`{text}` is not a header field: write 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(is_token_byte) {
+        return Err(format!(
+            "`{text}`: `{name}` is not a field name (letters, digits and !#$%&'*+-.^_`|~)"
+        ));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
 
 /// The placeholder in `--url` replaced by a per-request counter.
 pub const SEQ: &str = "{seq}";
@@ -27,12 +116,15 @@ pub struct Target {
     pub port: u16,
     /// Path and query, starting with `/`.
     pub path: String,
+    /// `https://`: the connection speaks TLS (rustls), the host name is sent as SNI and
+    /// checked against the certificate unless `--insecure`.
+    pub tls: bool,
     /// Relative weight among targets (> 0).
     pub weight: f64,
 }
 
 impl Target {
-    /// Parses `http://HOST[:PORT][/PATH]` optionally followed by `@WEIGHT`.
+    /// Parses `http[s]://HOST[:PORT][/PATH]` optionally followed by `@WEIGHT`.
     pub fn parse(text: &str) -> Result<Target, BenchError> {
         let bad = |reason| BenchError::BadUrl {
             url: text.to_owned(),
@@ -48,9 +140,12 @@ impl Target {
             }
             _ => (text, 1.0),
         };
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("only http:// URLs are supported"))?;
+        let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => return Err(bad("only http:// and https:// URLs are supported")),
+        };
+        let default_port = if tls { 443 } else { 80 };
         let (authority, path) = match rest.find('/') {
             Some(index) => (&rest[..index], &rest[index..]),
             None => (rest, "/"),
@@ -66,7 +161,7 @@ impl Target {
                 .ok_or_else(|| bad("unclosed [ in an IPv6 host"))?;
             let port = match after.strip_prefix(':') {
                 Some(port) => port.parse().map_err(|_| bad("the port is not a number"))?,
-                None if after.is_empty() => 80,
+                None if after.is_empty() => default_port,
                 None => return Err(bad("junk after the IPv6 host")),
             };
             (host.to_owned(), port)
@@ -76,7 +171,7 @@ impl Target {
                     host.to_owned(),
                     port.parse().map_err(|_| bad("the port is not a number"))?,
                 ),
-                None => (authority.to_owned(), 80),
+                None => (authority.to_owned(), default_port),
             }
         };
         let path = path.split('#').next().unwrap_or("/").to_owned();
@@ -88,6 +183,7 @@ impl Target {
             host,
             port,
             path,
+            tls,
             weight,
         })
     }
@@ -99,7 +195,7 @@ impl Target {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == if self.tls { 443 } else { 80 } {
             host
         } else {
             format!("{host}:{}", self.port)
@@ -121,19 +217,46 @@ impl Target {
             })
     }
 
-    /// The request bytes: origin form, or absolute form when `through_proxy`.
-    /// `close` adds `Connection: close` (the last request on a connection).
+    /// The request bytes of a plain GET: origin form, or absolute form when
+    /// `through_proxy`. `close` adds `Connection: close` (the last request on a connection).
     pub fn request(&self, through_proxy: bool, close: bool) -> Bytes {
+        self.request_with(&RequestOptions::default(), through_proxy, close)
+    }
+
+    /// The request bytes with `options`' method, header fields and body (with its
+    /// `Content-Length`).
+    pub fn request_with(
+        &self,
+        options: &RequestOptions,
+        through_proxy: bool,
+        close: bool,
+    ) -> Bytes {
         let authority = self.authority();
         let target = if through_proxy {
             format!("http://{authority}{}", self.path)
         } else {
             self.path.clone()
         };
-        let connection = if close { "Connection: close\r\n" } else { "" };
-        Bytes::from(format!(
-            "GET {target} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: coldwire-bench\r\n{connection}\r\n"
-        ))
+        let mut head = format!("{} {target} HTTP/1.1\r\n", options.method);
+        if !options.has_header("host") {
+            head += &format!("Host: {authority}\r\n");
+        }
+        if !options.has_header("user-agent") {
+            head += "User-Agent: coldwire-bench\r\n";
+        }
+        for (name, value) in &options.headers {
+            head += &format!("{name}: {value}\r\n");
+        }
+        if !options.body.is_empty() || matches!(options.method.as_str(), "POST" | "PUT" | "PATCH") {
+            head += &format!("Content-Length: {}\r\n", options.body.len());
+        }
+        if close {
+            head += "Connection: close\r\n";
+        }
+        head += "\r\n";
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&options.body);
+        Bytes::from(bytes)
     }
 }
 
@@ -166,7 +289,6 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_send() {
         for bad in [
-            "https://x/",
             "ftp://x",
             "http:///x",
             "http://x:port/",
@@ -185,5 +307,55 @@ mod tests {
         let absolute = target.request(true, true);
         assert!(absolute.starts_with(b"GET http://127.0.0.1:8080/f HTTP/1.1\r\n"));
         assert!(absolute.ends_with(b"Connection: close\r\n\r\n"));
+    }
+
+    #[test]
+    fn https_urls_default_to_port_443() {
+        let target = Target::parse("https://localhost/x").unwrap();
+        assert!(target.tls);
+        assert_eq!((target.port, target.authority()), (443, "localhost".into()));
+        let target = Target::parse("https://localhost:8443/x").unwrap();
+        assert_eq!(target.authority(), "localhost:8443");
+        assert!(!Target::parse("http://localhost/x").unwrap().tls);
+    }
+
+    #[test]
+    fn method_headers_and_body_go_into_the_request() {
+        let target = Target::parse("http://127.0.0.1:8080/f").unwrap();
+        let options = RequestOptions {
+            method: "POST".into(),
+            headers: vec![
+                parse_header("X-Test: one").unwrap(),
+                parse_header("Host:example.org").unwrap(),
+            ],
+            body: Bytes::from_static(b"hello"),
+        };
+        options.validate().unwrap();
+        let bytes = target.request_with(&options, false, false);
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            "POST /f HTTP/1.1\r\nUser-Agent: coldwire-bench\r\nX-Test: one\r\nHost: example.org\r\n\
+             Content-Length: 5\r\n\r\nhello"
+        );
+    }
+
+    #[test]
+    fn bad_methods_and_headers_are_refused_with_the_form() {
+        assert!(
+            parse_header("no colon")
+                .unwrap_err()
+                .contains("Name: value")
+        );
+        assert!(parse_header("bad name: x").is_err());
+        let mut options = RequestOptions {
+            method: "GE T".into(),
+            ..RequestOptions::default()
+        };
+        assert!(options.validate().is_err());
+        options.method = "GET".into();
+        options.headers = vec![("Content-Length".into(), "3".into())];
+        assert!(options.validate().is_err());
+        options.headers = vec![("X".into(), "a\r\nInjected: 1".into())];
+        assert!(options.validate().is_err());
     }
 }

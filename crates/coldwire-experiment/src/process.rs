@@ -46,7 +46,7 @@ pub fn server_error(error: ProcessError) -> anyhow::Error {
     anyhow::anyhow!("the server {error}")
 }
 
-/// Runs `coldwire bench ARGS --json JSON -q [--cpu CPU]` pinned to `cpu`, waits for it (at
+/// Runs `coldwire bench ARGS --json JSON -q --max-error-rate 100% [--cpu CPU]` pinned to `cpu`, waits for it (at
 /// most `timeout`, then it is stopped and this fails), and parses its JSON. Its table
 /// (stdout) is kept next to the JSON as `<stem>.txt`.
 pub fn run_bench(
@@ -61,6 +61,10 @@ pub fn run_bench(
     full.push("--json".into());
     full.push(json.display().to_string());
     full.push("-q".into());
+    // An experiment records errors (overload is often the point) rather than failing on
+    // them: no error-rate threshold, so the exit status only says whether the run ran.
+    full.push("--max-error-rate".into());
+    full.push("100%".into());
     if let Some(cpu) = cpu {
         full.push("--cpu".into());
         full.push(cpu.to_string());

@@ -1,9 +1,10 @@
-//! `coldwire bench`: the flags (clap), the built-in quick-start scenario, the progress bar,
-//! and the output (table on stdout, JSON file). The generator itself is the
-//! `coldwire-bench` crate; this file only assembles a plan, picks the event backend with
-//! one `match`, and reports.
+//! `coldwire bench`: the flags (clap; their parsers and the request, TLS and threshold
+//! settings in [`crate::bench_args`]), the built-in quick-start scenario, the progress
+//! bar, and the output (table on stdout, JSON when asked, the exit status of the
+//! thresholds). The generator itself is the `coldwire-bench` crate; this file only
+//! assembles a plan, picks the event backend with one `match`, and reports.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,8 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use coldwire_bench::report::Document;
 use coldwire_bench::report::{BenchReport, MachineInfo, RunReport, ServerInfo};
 use coldwire_bench::saturate::SaturateConfig;
+use coldwire_bench::thresholds::{Check, FAILED_EXIT_STATUS};
 use coldwire_bench::{
     Arrivals, BenchError, BenchPlan, ColdMode, Engine, LoadConfig, PhaseObserver, PhasePlan,
     Progress, Rate, SCHEMA_VERSION, ServerWatch, Target, run_benchmark,
@@ -21,38 +24,80 @@ use coldwire_bench::{
 use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
 use coldwire_process::{Launch, Process, Stderr, Stdout};
 use coldwire_server::system;
+
+use crate::runtime_args::parse_duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// `coldwire bench`: with no `--url`, the built-in scenario (starts `coldwire serve` itself).
+/// `coldwire bench`: with no URL, the built-in scenario (starts `coldwire serve` itself).
 #[derive(Debug, Args)]
+#[command(after_help = crate::bench_args::AFTER_HELP)]
 pub struct BenchArgs {
-    /// Target URL, `http://HOST[:PORT]/PATH`, optionally followed by @WEIGHT (repeatable;
-    /// each request picks one by weight). `{seq}` in the path or query is replaced by a
-    /// counter of the requests sent to that URL (0, 1, 2, …), so every request asks for a
-    /// distinct URL, e.g. `http://127.0.0.1:8080/64k?v={seq}`. Without any, the built-in
-    /// scenario runs.
+    /// Target URL, `http[s]://HOST[:PORT]/PATH`, optionally followed by @WEIGHT (several
+    /// may be given; each request picks one by weight). `{seq}` in the path or query is
+    /// replaced by a counter of the requests sent to that URL (0, 1, 2, …), so every
+    /// request asks for a distinct URL, e.g. `http://127.0.0.1:8080/64k?v={seq}`. Without
+    /// any, the built-in scenario runs.
+    #[arg(value_name = "URL")]
+    pub positional_urls: Vec<String>,
+    /// The same as a URL argument (repeatable).
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
+    /// Request method.
+    #[arg(short, long, default_value = "GET", value_name = "METHOD")]
+    pub method: String,
+    /// Add a header field to every request, `'Name: value'` (repeatable); a Host or
+    /// User-Agent given here replaces the generator's own.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = coldwire_bench::target::parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Request body (sent with Content-Length).
+    #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body read from this file (sent with Content-Length).
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// https:// targets: accept any certificate (self-signed, another name), as curl -k.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// https:// targets: also trust the CA certificates of this PEM file.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Fail (exit status 99) when more than this share of the requests failed: a
+    /// percentage, `1%`, `0.5` (= 0.5 %) or `100%` (never fail on errors).
+    #[arg(long, default_value = "1%", value_name = "PERCENT", value_parser = crate::bench_args::parse_percent)]
+    pub max_error_rate: f64,
+    /// Fail (exit status 99) when the median corrected latency exceeds this (`20ms`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub p50: Option<Duration>,
+    /// Fail (exit status 99) when the 90th percentile exceeds this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub p90: Option<Duration>,
+    /// Fail (exit status 99) when the 99th percentile exceeds this (`--p99 20ms`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub p99: Option<Duration>,
+    /// Fail (exit status 99) when the 99.9th percentile exceeds this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub p999: Option<Duration>,
     /// Send every request to this proxy, with absolute-form request lines.
     #[arg(long, value_name = "HOST:PORT")]
     pub proxy: Option<SocketAddr>,
-    /// Offered requests per second (open loop), or `max` (closed loop, as wrk: for ceilings,
-    /// not latency).
-    #[arg(long, default_value = "1000", value_parser = parse_rate)]
+    /// Offered requests per second (open loop, as wrk2's -R), or `max` (closed loop, as
+    /// wrk: for ceilings, not latency).
+    #[arg(short = 'R', long, default_value = "1000", value_parser = parse_rate)]
     pub rate: Rate,
     /// Arrival process: constant or poisson.
     #[arg(long, default_value = "constant", value_parser = parse_arrivals)]
     pub arrivals: Arrivals,
     /// Most hot connections open at once (each carries one request at a time).
-    #[arg(long, default_value_t = 50)]
+    #[arg(short, long, default_value_t = 50)]
     pub connections: usize,
     /// Requests per hot connection before it is replaced (1 = a new connection per request;
     /// 0 = unlimited keep-alive).
     #[arg(long, default_value_t = 0, value_name = "K")]
     pub requests_per_connection: u64,
-    /// Seconds before an unanswered request (or connect, or a request waiting for a free
-    /// connection) is abandoned and counted.
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    /// Time before an unanswered request (or connect, or a request waiting for a free
+    /// connection) is abandoned and counted (`5s`, `500ms`; a plain number is seconds).
+    /// Held as seconds (the other run modes read it so).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = crate::bench_args::parse_seconds)]
     pub timeout: f64,
     /// Cold connections opened before measurement and held for the whole run.
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -67,19 +112,20 @@ pub struct BenchArgs {
     /// Cold connections opened per second.
     #[arg(long, default_value_t = 2000.0, value_name = "PER_SECOND")]
     pub cold_rate: f64,
-    /// Emulated round-trip time in milliseconds: after each response a hot connection rests
-    /// this long before carrying the next request (a client far away); latencies exclude it.
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
-    pub rtt: f64,
-    /// Seconds between two trickled bytes.
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
-    pub trickle_interval: f64,
-    /// Measured seconds (per phase or saturation step).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub duration: f64,
-    /// Seconds of load before measuring (per phase or step).
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
-    pub warmup: f64,
+    /// Emulated round-trip time: after each response a hot connection rests this long
+    /// before carrying the next request (a client far away); latencies exclude it (`80ms`;
+    /// a plain number is milliseconds, as before units were accepted).
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = crate::bench_args::parse_millis)]
+    pub rtt: Duration,
+    /// Time between two trickled bytes (a plain number is seconds).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
+    pub trickle_interval: Duration,
+    /// Measured time per phase or saturation step (`30s`, `2m`; a plain number is seconds).
+    #[arg(short, long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Load before measuring, per phase or step (a plain number is seconds).
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    pub warmup: Duration,
     /// Step the rate up from --rate until achieved < 95% of offered or p99 > --saturate-p99;
     /// report the saturation throughput and the curve.
     #[arg(long)]
@@ -90,12 +136,14 @@ pub struct BenchArgs {
     /// Most saturation steps.
     #[arg(long, default_value_t = 12, value_name = "N")]
     pub saturate_steps: usize,
-    /// Corrected p99 (milliseconds) beyond which a step counts as saturated.
-    #[arg(long, default_value_t = 100.0, value_name = "MS")]
-    pub saturate_p99: f64,
-    /// A slot the generator reaches this many milliseconds late is skipped (counted as
-    /// missed), never sent in a burst.
-    #[arg(long, default_value_t = 5.0, value_name = "MS")]
+    /// Corrected p99 beyond which a step counts as saturated (`100ms`; a plain number is
+    /// milliseconds).
+    #[arg(long, default_value = "100", value_name = "DURATION", value_parser = crate::bench_args::parse_millis)]
+    pub saturate_p99: Duration,
+    /// A slot the generator reaches this late is skipped (counted as missed), never sent
+    /// in a burst (`5ms`; a plain number is milliseconds). Held as milliseconds (the other
+    /// run modes read it so).
+    #[arg(long, default_value = "5", value_name = "DURATION", value_parser = crate::bench_args::parse_milliseconds)]
     pub late_limit: f64,
     /// Measure this process (and its children) as the server: CPU per request, RSS, fds.
     #[arg(long, value_name = "PID", conflicts_with = "spawn")]
@@ -103,15 +151,17 @@ pub struct BenchArgs {
     /// Start the server with this shell command (in the foreground), measure it, stop it.
     #[arg(long, value_name = "CMD")]
     pub spawn: Option<String>,
-    /// Seconds --spawn's server gets to start accepting connections on the target (or
-    /// proxy) address before the run gives up.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub spawn_wait: f64,
+    /// Time --spawn's server gets to start accepting connections on the target (or
+    /// proxy) address before the run gives up (a plain number is seconds).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub spawn_wait: Duration,
     /// coldwire's stats endpoint (serve --admin ADDR → http://ADDR/stats): syscalls, waits
     /// and events per request.
     #[arg(long, value_name = "URL")]
     pub server_stats: Option<String>,
-    /// Write every figure and the run's parameters as JSON (schema: docs/bench-json.md).
+    /// Write every figure and the run's parameters as JSON (schema: docs/bench-json.md);
+    /// `-` writes it to stdout (the table then goes to stderr). No JSON is written unless
+    /// asked.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Event mechanism of the generator's own sockets (default: the best available).
@@ -127,7 +177,8 @@ pub struct BenchArgs {
     /// Seed of the Poisson arrivals and target choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// No progress bar.
+    /// No progress bar and no line describing the run on stderr (the results still go to
+    /// stdout).
     #[arg(long, short)]
     pub quiet: bool,
     /// Replay this access log (Common Log Format or Squid native) against the server
@@ -212,13 +263,6 @@ fn parse_cold_mode(text: &str) -> Result<ColdMode, String> {
         "trickle" => Ok(ColdMode::Trickle),
         _ => Err("expected idle or trickle".into()),
     }
-}
-
-fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
-    if !(value.is_finite() && value >= 0.0) {
-        bail!("{flag} must be a number of seconds ≥ 0, got {value}");
-    }
-    Ok(Duration::from_secs_f64(value))
 }
 
 /// The progress bar (stderr, only on a terminal and without --quiet).
@@ -361,21 +405,72 @@ pub(crate) fn unix_seconds() -> f64 {
         .map_or(0.0, |since| since.as_secs_f64())
 }
 
+/// Prints the report's tables and writes its JSON when asked (no thresholds, no
+/// conclusion): see [`finish_with`].
 pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Result<()> {
-    print!("{}", coldwire_bench::table::format_report(report));
-    if let Some(path) = json {
-        let file = std::fs::File::create(path).with_context(|| {
-            format!(
-                "cannot write {} — check the directory exists and is writable",
+    finish_with(report, json, &[], None)
+}
+
+/// Prints the report (the tables, the thresholds, the quick start's conclusion) and writes
+/// the JSON when asked (`-`: to stdout, the tables then to stderr). A failed threshold
+/// ends the process with exit status 99 once everything is written.
+pub(crate) fn finish_with(
+    report: &BenchReport,
+    json: Option<&Path>,
+    thresholds: &[Check],
+    conclusion: Option<String>,
+) -> anyhow::Result<()> {
+    let json_to_stdout = json.is_some_and(|path| path == Path::new("-"));
+    let document = Document { report, thresholds };
+    let mut text = coldwire_bench::table::format_report(report);
+    let checks = coldwire_bench::thresholds::format_checks(thresholds);
+    if !checks.is_empty() {
+        text += "\n";
+        text += &checks;
+    }
+    if let Some(conclusion) = conclusion {
+        text += "\n";
+        text += &coldwire_bench::table::wrap(&conclusion, 0);
+    }
+    if json_to_stdout {
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+    match json {
+        Some(_) if json_to_stdout => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = serde_json::to_writer_pretty(&mut stdout, &document);
+            let _ = stdout.write_all(b"\n");
+            let _ = stdout.flush();
+        }
+        Some(path) => {
+            let file = std::fs::File::create(path).with_context(|| {
+                format!(
+                    "cannot write {} — check the directory exists and is writable",
+                    path.display()
+                )
+            })?;
+            let mut writer = std::io::BufWriter::new(file);
+            serde_json::to_writer_pretty(&mut writer, &document)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| Ok(writer.flush()?))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            coldwire_server::outln!(
+                "\nJSON (schema version {SCHEMA_VERSION}, see docs/bench-json.md): {}",
                 path.display()
-            )
-        })?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(file), report)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        coldwire_server::outln!(
-            "\nJSON (schema version {SCHEMA_VERSION}, see docs/bench-json.md): {}",
-            path.display()
+            );
+        }
+        None => {}
+    }
+    if thresholds.iter().any(|check| !check.passed) {
+        coldwire_server::errln!(
+            "coldwire bench: a threshold failed (✗ above): exit status {FAILED_EXIT_STATUS}"
         );
+        // Everything is written and every child stopped: only the exit status is left.
+        std::process::exit(i32::from(FAILED_EXIT_STATUS));
     }
     Ok(())
 }
@@ -383,6 +478,10 @@ pub(crate) fn finish(report: &BenchReport, json: Option<&Path>) -> anyhow::Resul
 /// Runs `coldwire bench`.
 pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let stop = stop_on_signal();
+    // A URL given as a positional argument (wrk, oha) joins the --url list, first.
+    let mut arguments = arguments;
+    let positional = std::mem::take(&mut arguments.positional_urls);
+    arguments.urls.splice(0..0, positional);
     if arguments.workload == "polymix" {
         return crate::polymix::run(&arguments, &stop);
     }
@@ -392,38 +491,41 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     if let Some(trace) = &arguments.replay {
         return crate::replay::run(&arguments, trace, &stop);
     }
-    if arguments.urls.is_empty() {
+    let urls: Vec<&String> = arguments.urls.iter().collect();
+    if urls.is_empty() {
         if arguments.spawn.is_some() || arguments.server_pid.is_some() || arguments.proxy.is_some()
         {
             bail!(
-                "give the target with --url (without --url, coldwire bench runs its built-in scenario and starts its own server)"
+                "give the target URL (coldwire bench http://HOST:PORT/PATH; without one, coldwire bench runs its built-in scenario and starts its own server)"
             );
         }
         return quickstart(&arguments, &stop);
     }
-    let targets = arguments
-        .urls
+    let targets = urls
         .iter()
         .map(|url| Target::parse(url))
         .collect::<Result<Vec<_>, _>>()?;
     let mut load = LoadConfig::new(targets);
     load.proxy = arguments.proxy;
+    load.request = crate::bench_args::request_options(&arguments)?;
+    load.insecure = arguments.insecure;
+    load.ca_file = arguments.cacert.clone();
     load.arrivals = arguments.arrivals;
     load.connections = arguments.connections;
     load.requests_per_connection = arguments.requests_per_connection;
-    load.timeout = seconds(arguments.timeout, "--timeout")?;
+    load.timeout = Duration::from_secs_f64(arguments.timeout);
     load.cold = arguments.cold;
     load.cold_mode = arguments.cold_mode;
     load.cold_address = arguments.cold_target;
     load.cold_connect_rate = arguments.cold_rate;
-    load.trickle_interval = seconds(arguments.trickle_interval, "--trickle-interval")?;
-    load.late_limit = seconds(arguments.late_limit / 1000.0, "--late-limit")?;
+    load.trickle_interval = arguments.trickle_interval;
+    load.late_limit = Duration::from_secs_f64(arguments.late_limit / 1000.0);
     load.seed = arguments.seed;
     load.poll = !arguments.no_poll;
-    load.rtt = seconds(arguments.rtt / 1000.0, "--rtt")?;
+    load.rtt = arguments.rtt;
     check_descriptors(load.connections + load.cold)?;
-    let warmup = seconds(arguments.warmup, "--warmup")?;
-    let duration = seconds(arguments.duration, "--duration")?;
+    let warmup = arguments.warmup;
+    let duration = arguments.duration;
     let saturate = if arguments.saturate {
         let Rate::PerSecond(start_rate) = arguments.rate else {
             bail!("--saturate steps an open-loop rate: give the first one with --rate N");
@@ -437,7 +539,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
                 factor: arguments.saturate_factor,
                 max_steps: arguments.saturate_steps.max(1),
                 achieved_fraction: 0.95,
-                p99_limit: seconds(arguments.saturate_p99 / 1000.0, "--saturate-p99")?,
+                p99_limit: arguments.saturate_p99,
             },
             warmup,
             duration,
@@ -458,7 +560,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
                 None => load.targets[0].resolve()?,
             };
             server
-                .wait_for_port(address, seconds(arguments.spawn_wait, "--spawn-wait")?)
+                .wait_for_port(address, arguments.spawn_wait)
                 .map_err(BenchError::from)?;
             Some(server)
         }
@@ -487,6 +589,11 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
         },
     };
     let started = unix_seconds();
+    if !arguments.quiet {
+        let line = coldwire_bench::table::wrap(&crate::bench_args::describe(&load, &plan), 2);
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+    let thresholds = crate::bench_args::thresholds(&arguments);
     let mut bar = Bar::new(arguments.quiet);
     let backend = arguments.backend.unwrap_or_else(Backend::best_available);
     let result = run_one(backend, load, &plan, &stop, &mut bar);
@@ -510,7 +617,17 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
         runs: vec![run],
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(&report, arguments.json.as_deref())
+    if plan.saturate.is_some() {
+        // Steps are run until one fails on purpose: no objective to check.
+        return finish(&report, arguments.json.as_deref());
+    }
+    let checks: Vec<Check> = report
+        .runs
+        .iter()
+        .flat_map(|run| &run.phases)
+        .flat_map(|phase| thresholds.check(&phase.label, phase))
+        .collect();
+    finish_with(&report, arguments.json.as_deref(), &checks, None)
 }
 
 /// The built-in scenario: see `coldwire_bench::quickstart`.
@@ -541,21 +658,23 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
     {
         coldwire_server::errln!("warning: cannot pin the generator to CPU {cpu}: {error}");
     }
-    coldwire_server::errln!(
-        "coldwire bench: built-in scenario — coldwire serve (pid {}{}) on {listen}, files of 1,259 B and 8 KiB; \
-         naive run (constant arrivals, 50 keep-alive connections) then realistic run (Poisson arrivals, {} cold connections) \
-         at {:?} requests/s, {} s + {} s warm-up each",
+    let intro = format!(
+        "coldwire bench: built-in scenario — coldwire serve (pid {}{}) on {listen}, files of \
+         1,259 B and 8 KiB; naive run (constant arrivals, 50 keep-alive connections) then \
+         realistic run (Poisson arrivals, 2,000 cold connections) at 5,000, 20,000 and \
+         50,000 requests/s, {} s + {} s warm-up each",
         server.pid(),
         if two_cores {
             ", worker on CPU 0, generator on CPU 1"
         } else {
             ""
         },
-        quickstart::COLD_CONNECTIONS,
-        quickstart::RATES,
         quickstart::DURATION.as_secs(),
         quickstart::WARMUP.as_secs(),
     );
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(coldwire_bench::table::wrap(&intro, 2).as_bytes());
     let watch = ServerWatch {
         pid: Some(server.pid()),
         stats_url: Some(admin.clone()),
@@ -603,8 +722,6 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
         runs,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    let json = arguments.json.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("coldwire-bench-{}.json", started as u64))
-    });
-    finish(&report, Some(&json))
+    let conclusion = quickstart::conclusion(&report);
+    finish_with(&report, arguments.json.as_deref(), &[], conclusion)
 }

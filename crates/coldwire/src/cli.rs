@@ -36,7 +36,7 @@ pub enum Command {
     Wan(crate::wan::WanArgs),
     /// Realistic load: open-loop hot clients, cold connections, server cost per request
     /// (no arguments: a built-in scenario against a `coldwire serve` it starts itself).
-    Bench(crate::bench::BenchArgs),
+    Bench(Box<crate::bench::BenchArgs>),
     /// Run experiments that reproduce the seeds' figures (scenario files in experiments/).
     Experiment(crate::experiment::ExperimentArgs),
     /// Build a self-contained HTML report from experiment result directories (or from a

@@ -3,6 +3,7 @@
 //! message saying what to do and a non-zero exit status.
 
 mod bench;
+mod bench_args;
 mod check_config;
 mod cli;
 mod config_file;
@@ -50,7 +51,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Proxy(proxy) => proxy::run(proxy),
         cli::Command::Wan(wan) => wan::run(wan),
         cli::Command::Origin(origin) => origin::run(origin),
-        cli::Command::Bench(bench) => bench::run(bench),
+        cli::Command::Bench(bench) => bench::run(*bench),
         cli::Command::Experiment(experiment) => experiment::run(experiment),
         cli::Command::Report(report) => report::run(report),
         cli::Command::Trace(trace) => trace::run(trace),

@@ -16,14 +16,15 @@ use super::{RequestSpec, Workload};
 use crate::config::LoadConfig;
 use crate::error::BenchError;
 use crate::schedule::Random;
-use crate::target::{SEQ, Target};
+use crate::target::{RequestOptions, SEQ, Target};
 
 /// The name it is registered under.
 pub const NAME: &str = "urls";
 
 /// Builds it from `config.targets` and `config.proxy` (see [`prepare`]).
 pub fn build(config: &LoadConfig) -> Result<Box<dyn Workload>, BenchError> {
-    Ok(Box::new(UrlWorkload::new(&config.targets, config.proxy)?))
+    let (targets, endpoints) = prepare_with(&config.targets, config.proxy, &config.request)?;
+    Ok(Box::new(UrlWorkload { targets, endpoints }))
 }
 
 /// Weighted URLs with prebuilt requests.
@@ -110,20 +111,29 @@ impl PreparedTarget {
 }
 
 /// `request` with the [`SEQ`] that starts at `at` replaced by `seq`, and every later one
-/// too (the absolute-form target and `Host` never contain one: it is only in the path).
+/// of the request line too (the absolute-form target and `Host` never contain one: it is
+/// only in the path; header fields and the body are left as given, so `Content-Length`
+/// stays true).
 fn substitute_seq(request: &[u8], at: usize, seq: u64) -> Bytes {
     let digits = seq.to_string();
     let digits = digits.as_bytes();
+    let line_end = request_line_end(request);
     let mut out = Vec::with_capacity(request.len() + digits.len());
     out.extend_from_slice(&request[..at]);
-    let mut rest = &request[at..];
+    let mut rest = &request[at..line_end];
     while let Some(index) = find(rest, SEQ.as_bytes()) {
         out.extend_from_slice(&rest[..index]);
         out.extend_from_slice(digits);
         rest = &rest[index + SEQ.len()..];
     }
     out.extend_from_slice(rest);
+    out.extend_from_slice(&request[line_end..]);
     Bytes::from(out)
+}
+
+/// Where the request line ends (its CRLF), or the whole length.
+fn request_line_end(request: &[u8]) -> usize {
+    find(request, b"\r\n").unwrap_or(request.len())
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -137,6 +147,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub fn prepare(
     targets: &[Target],
     proxy: Option<SocketAddr>,
+) -> Result<(Vec<PreparedTarget>, Vec<SocketAddr>), BenchError> {
+    prepare_with(targets, proxy, &RequestOptions::default())
+}
+
+/// [`prepare`] with the method, header fields and body of `options`.
+pub fn prepare_with(
+    targets: &[Target],
+    proxy: Option<SocketAddr>,
+    options: &RequestOptions,
 ) -> Result<(Vec<PreparedTarget>, Vec<SocketAddr>), BenchError> {
     if targets.is_empty() {
         return Err(BenchError::Config(
@@ -161,10 +180,10 @@ pub fn prepare(
             }
         };
         cumulative += target.weight;
-        let keep_alive = target.request(proxy.is_some(), false);
-        let seq_at = find(&keep_alive, SEQ.as_bytes());
+        let keep_alive = target.request_with(options, proxy.is_some(), false);
+        let seq_at = find(&keep_alive[..request_line_end(&keep_alive)], SEQ.as_bytes());
         prepared.push(PreparedTarget {
-            close: target.request(proxy.is_some(), true),
+            close: target.request_with(options, proxy.is_some(), true),
             keep_alive,
             endpoint,
             cumulative_weight: cumulative,

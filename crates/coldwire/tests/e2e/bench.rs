@@ -138,6 +138,8 @@ fn cold_connections_are_really_open_and_the_json_carries_its_schema() {
             > 0.0
     );
     assert!(stdout.contains("Server cost per request"), "{stdout}");
+    // Every column measured (server, machine, counters, cold): still 80 columns at most.
+    crate::bench_habits::assert_narrow(&stdout);
     origin.server.stop_within(Duration::from_secs(10));
 }
 
@@ -169,7 +171,10 @@ fn trickling_connections_closed_by_the_server_are_counted() {
         run["cold"]
     );
     assert_eq!(run["phases"][0]["cold_held"][1], 0);
-    assert!(stdout.contains("40 closed by the server"), "{stdout}");
+    // Notes are wrapped at 80 columns: read them as words.
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("40 closed by the server"), "{stdout}");
+    crate::bench_habits::assert_narrow(&stdout);
     origin.server.stop_within(Duration::from_secs(10));
 }
 
@@ -198,24 +203,28 @@ fn saturate_reports_a_curve() {
     assert_eq!(curve[0]["offered_rate"], 100.0);
     assert_eq!(run["phases"].as_array().unwrap().len(), curve.len());
     assert!(stdout.contains("saturation throughput"), "{stdout}");
+    crate::bench_habits::assert_narrow(&stdout);
     origin.server.stop_within(Duration::from_secs(10));
 }
 
 #[test]
 fn bad_arguments_say_what_to_do() {
     let output = Command::new(COLDWIRE)
-        .args(["bench", "--url", "https://example.com/"])
+        .args(["bench", "--url", "gopher://example.com/"])
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("only http:// URLs"), "{stderr}");
+    assert!(
+        stderr.contains("only http:// and https:// URLs"),
+        "{stderr}"
+    );
     let output = Command::new(COLDWIRE)
         .args(["bench", "--spawn", "true"])
         .output()
         .unwrap();
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--url"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("give the target URL"));
     let output = Command::new(COLDWIRE)
         .args(["bench", "--url", "http://127.0.0.1:9/", "--spawn", "exit 3"])
         .output()

@@ -9,6 +9,7 @@
 
 mod access_log_formats;
 mod bench;
+mod bench_habits;
 mod experiment;
 mod experiment_splice_peers;
 mod help_and_readme;
