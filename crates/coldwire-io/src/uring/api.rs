@@ -276,7 +276,6 @@ impl Driver for UringDriver {
                 self.output_pools.recycle(chunk);
             }
         }
-        let fd = connection.fd;
         let promised = connection.flags & SEND_PROMISED != 0;
         self.timers.cancel(&mut connection.timer);
         if promised {
@@ -284,8 +283,8 @@ impl Driver for UringDriver {
             self.timers
                 .set(&mut connection.timer, id, self.now + ZOMBIE_LINGER);
         } else {
-            self.cancel_all(fd);
-            self.cancel_sends(slot, id.generation);
+            let flags = connection.flags;
+            self.cancel_operations(slot, id.generation, flags);
         }
     }
 
