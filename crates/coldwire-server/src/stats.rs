@@ -29,6 +29,10 @@ pub struct RequestCounters {
     pub write_timeouts: u64,
     /// Files opened or re-checked by the file cache.
     pub file_opens: u64,
+    /// Proxy: requests answered `503` (`Proxy-Status: …; error=connection_limit_reached`)
+    /// because no upstream connection could be opened — the worker's connection limit or
+    /// the process's descriptors ran out.
+    pub connection_limit_reached: u64,
 }
 
 impl RequestCounters {
@@ -53,6 +57,7 @@ impl RequestCounters {
         self.idle_timeouts += other.idle_timeouts;
         self.write_timeouts += other.write_timeouts;
         self.file_opens += other.file_opens;
+        self.connection_limit_reached += other.connection_limit_reached;
     }
 }
 

@@ -19,7 +19,9 @@ use super::output::bytes_acknowledged;
 use crate::core::completions::next_current;
 use crate::core::counters::LoopCounters;
 use crate::core::waker::Waker;
-use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
+use crate::driver::{
+    Chunk, Completion, ConnectionId, ConnectionLimitReached, Driver, Flush, ListenerId,
+};
 use crate::pools::buffer_pool::Buffer;
 use crate::sys;
 
@@ -45,9 +47,7 @@ impl Driver for UringDriver {
 
     fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId> {
         if self.connections.len() >= self.config.max_connections {
-            return Err(io::Error::other(
-                "connection limit reached (DriverConfig::max_connections)",
-            ));
+            return Err(ConnectionLimitReached::error(self.config.max_connections));
         }
         self.counters.connect_calls += 1;
         let (fd, established) = sys::connect(address)?;

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 
 use coldwire_http::fields::{comma_list, strip_parameters};
 use coldwire_http::{BodyFraming, Method, RequestHead, Status};
-use coldwire_io::Driver;
+use coldwire_io::{Driver, is_out_of_connections};
 
 use super::error::ExchangeError;
 use super::exchange::{CacheWork, ClientRequest, Exchange, ExchangeLog, RequestBody, Upstream};
@@ -163,6 +163,10 @@ impl<D: Driver> Worker<D> {
                 Ok(id) => {
                     exchange.upstream.reused = false;
                     Origin::connecting(id, address, OriginState::Exchange(client_id))
+                }
+                Err(error) if is_out_of_connections(&error) => {
+                    self.out_of_connections(client, &error);
+                    return;
                 }
                 Err(_) => {
                     self.end_with_error(client, ExchangeError::origin(Status::BAD_GATEWAY));

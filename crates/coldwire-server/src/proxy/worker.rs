@@ -74,6 +74,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) revalidator: Option<super::revalidator::Revalidator>,
     /// Requests waiting for other fetches of their keys (collapsed forwarding).
     pub(super) followers: super::collapse::Followers,
+    /// What was said about running out of connections (`limit.rs`).
+    pub(super) limits: super::limit::LimitNotices,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -135,6 +137,7 @@ impl<D: Driver> Worker<D> {
             log: parts.access_log.map(AccessLog::new),
             revalidator: None,
             followers: super::collapse::Followers::default(),
+            limits: super::limit::LimitNotices::default(),
             config,
         })
     }
@@ -179,6 +182,7 @@ impl<D: Driver> Worker<D> {
             loop_counters: self.driver.counters(),
             http: self.http,
         };
+        self.say_limits(snapshot.loop_counters.accept_pauses);
         self.stats.publish(self.index, snapshot);
     }
 

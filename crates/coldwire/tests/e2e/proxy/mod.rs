@@ -4,14 +4,17 @@
 //! refuses io_uring) through `coldwire_testkit::backend_tests!`: miss then hit, revalidation observed at
 //! the origin, no-store not stored, Vary, pipelining, chunked POST, an upstream reset
 //! mid-body (error to the client, nothing cached), a denied client, reverse mode, CONNECT
-//! to a TLS server, and 1 MiB bodies byte for byte.
+//! to a TLS server, 1 MiB bodies byte for byte, and a 503 with `Proxy-Status` when
+//! connections or descriptors run out (`limits.rs`).
 
 mod cache;
 mod forward;
+mod limits;
 mod tunnel;
 
 use cache::*;
 use forward::*;
+use limits::*;
 use tunnel::*;
 
 coldwire_testkit::backend_tests! {
@@ -44,4 +47,6 @@ coldwire_testkit::backend_tests! {
     stale_while_revalidate_answers_at_once_and_refreshes_once,
     stale_if_error_answers_when_the_origin_fails,
     concurrent_misses_send_one_request_to_the_origin,
+    connection_limit_answers_503_with_proxy_status_and_keeps_serving,
+    running_out_of_descriptors_answers_503_and_says_so,
 }
