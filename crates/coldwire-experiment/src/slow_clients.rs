@@ -299,14 +299,7 @@ fn measure_point(
         })
     };
     let timeout = Duration::from_secs_f64(60.0 + 2.0 * (parameters.warmup + parameters.duration));
-    let measured = contenders::measure(
-        context,
-        &mut running,
-        args,
-        generator_cpu,
-        stem,
-        timeout,
-    );
+    let measured = contenders::measure(context, &mut running, args, generator_cpu, stem, timeout);
     let middle = sampler.join().ok().flatten();
     let end = stats(&stats_url).ok();
     running.stop();

@@ -25,9 +25,9 @@ pub(super) fn description(parameters: &Parameters, pinning: Pinning, rounds: u64
         parameters.object,
         parameters.think,
         parameters.think_sd,
-        pinning
-            .generator_cpu
-            .map_or(String::new(), |cpu| format!(" (with the origin, on CPU {cpu})")),
+        pinning.generator_cpu.map_or(String::new(), |cpu| format!(
+            " (with the origin, on CPU {cpu})"
+        )),
         parameters
             .rates
             .iter()
@@ -140,8 +140,12 @@ pub(super) fn summarise(
             "Median of per-round ratios (each pair measured side by side). Below 1: cheaper than epoll.",
         ));
     }
-    record.tables.push(cpu_table(parameters, backends, points, epoll));
-    record.tables.push(counter_table(parameters, backends, points));
+    record
+        .tables
+        .push(cpu_table(parameters, backends, points, epoll));
+    record
+        .tables
+        .push(counter_table(parameters, backends, points));
     findings(record, parameters, backends, points, epoll);
 }
 
@@ -168,10 +172,7 @@ fn cpu_table(
             let open: Vec<f64> = (0..backends.len())
                 .map(|backend| connections(points, backend, rate))
                 .collect();
-            let mut row = vec![
-                thousands(parameters.rates[rate]),
-                thousands(median(&open)),
-            ];
+            let mut row = vec![thousands(parameters.rates[rate]), thousands(median(&open))];
             row.extend((0..backends.len()).map(|backend| short(cpu(points, backend, rate))));
             if let Some(epoll) = epoll {
                 row.extend(
@@ -326,6 +327,9 @@ fn findings(
     record.findings.push(if failed.is_empty() {
         "No request failed on any backend.".to_owned()
     } else {
-        format!("Failed requests (all rates and rounds): {}.", failed.join("; "))
+        format!(
+            "Failed requests (all rates and rounds): {}.",
+            failed.join("; ")
+        )
     });
 }

@@ -358,6 +358,8 @@ mod tests {
         for code in [libc::ECONNREFUSED, libc::ENETUNREACH] {
             assert!(!is_out_of_connections(&io::Error::from_raw_os_error(code)));
         }
-        assert!(!is_out_of_connections(&io::Error::other("no free connection slot")));
+        assert!(!is_out_of_connections(&io::Error::other(
+            "no free connection slot"
+        )));
     }
 }

@@ -190,7 +190,10 @@ mod tests {
             &date,
         );
         let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{text}");
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{text}"
+        );
         assert!(
             text.contains("\r\nProxy-Status: coldwire; error=connection_limit_reached\r\n"),
             "{text}"
@@ -202,14 +205,8 @@ mod tests {
         assert!(rest.contains("--max-connections"), "{rest}");
 
         let mut out = Vec::new();
-        let body = write_connection_limit_response(
-            &mut out,
-            "edge",
-            Version::Http10,
-            false,
-            true,
-            &date,
-        );
+        let body =
+            write_connection_limit_response(&mut out, "edge", Version::Http10, false, true, &date);
         let text = String::from_utf8(out).unwrap();
         assert_eq!(body, 0, "HEAD: no body");
         assert!(text.ends_with("Connection: close\r\n\r\n"), "{text}");

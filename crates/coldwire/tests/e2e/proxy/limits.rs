@@ -41,7 +41,10 @@ fn assert_connection_limit_answer(response: &Response) {
         "the client's connection stays open"
     );
     let body = response.body_text();
-    assert!(body.contains("--max-connections"), "the body says why: {body}");
+    assert!(
+        body.contains("--max-connections"),
+        "the body says why: {body}"
+    );
 }
 
 /// Sends the request again (same connection) until it is answered 200, for at most
@@ -85,8 +88,15 @@ pub(super) fn connection_limit_answers_503_with_proxy_status_and_keeps_serving(b
     assert_eq!(accepted, 3, "three clients accepted");
     let refused = get_cacheable(&mut first, &origin);
     assert_connection_limit_answer(&refused);
-    assert_eq!(proxy.stats()["total"]["http"]["connection_limit_reached"], 1);
-    assert_eq!(origin.requests("/cacheable"), 0, "nothing reached the origin");
+    assert_eq!(
+        proxy.stats()["total"]["http"]["connection_limit_reached"],
+        1
+    );
+    assert_eq!(
+        origin.requests("/cacheable"),
+        0,
+        "nothing reached the origin"
+    );
     drop(third);
     let served = served_again(&mut first, &origin);
     assert_eq!(served.status, 200, "{}", served.status_line);
