@@ -33,6 +33,10 @@ use crate::peers::origin::get;
 use crate::process::{server_error, start_server};
 use crate::serve::{Pinning, available_backends};
 
+/// The most connections the generator opens: it checks its open-files limit (20,000 here)
+/// against them before it starts.
+const MAX_GENERATOR_CONNECTIONS: u64 = 16_000;
+
 /// The scenario's parameters (`experiments/slow-clients.toml`).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -272,8 +276,11 @@ fn measure_point(
         .context("the proxy printed no stats URL")?;
     // The longest a request can take: the think time's tail plus a margin.
     let longest = parameters.think + 4.0 * parameters.think_sd + 5.0;
-    // Enough connections for every request in flight at once (rate × longest).
-    let connections = (rate * longest).ceil() as u64 + 64;
+    // Enough connections for every request in flight at once (rate × the think time's
+    // tail), within the generator's own descriptors.
+    let connections = ((rate * (parameters.think + 3.0 * parameters.think_sd + 1.0)).ceil() as u64
+        + 64)
+        .min(MAX_GENERATOR_CONNECTIONS);
     let args = vec![
         "--url=http://{}/obj/{seq}".to_owned(),
         format!("--rate={rate}"),

@@ -149,6 +149,15 @@ pub(super) fn summarise(
     findings(record, parameters, backends, points, epoll);
 }
 
+/// A ratio for a table cell (`n/a` where a side was not measured).
+fn ratio_cell(value: f64) -> String {
+    if value.is_finite() {
+        format!("{value:.2}")
+    } else {
+        "n/a".to_owned()
+    }
+}
+
 fn cpu_table(
     parameters: &Parameters,
     backends: &[String],
@@ -178,7 +187,7 @@ fn cpu_table(
                 row.extend(
                     (0..backends.len())
                         .filter(|backend| *backend != epoll)
-                        .map(|backend| format!("{:.2}", ratio(points, backend, epoll, rate))),
+                        .map(|backend| ratio_cell(ratio(points, backend, epoll, rate))),
                 );
             }
             let failed: Vec<String> = backends
@@ -262,10 +271,16 @@ fn findings(
     epoll: Option<usize>,
 ) {
     let rates = &parameters.rates;
-    let (first, last) = (0, rates.len() - 1);
     for (backend, name) in backends.iter().enumerate() {
+        // The lowest and the highest rate this backend was measured at.
+        let measured: Vec<usize> = (0..rates.len())
+            .filter(|rate| cpu(points, backend, *rate).is_finite())
+            .collect();
+        let (Some(&first), Some(&last)) = (measured.first(), measured.last()) else {
+            continue;
+        };
         let (low, high) = (cpu(points, backend, first), cpu(points, backend, last));
-        if !(low.is_finite() && high.is_finite()) || first == last {
+        if first == last {
             continue;
         }
         record.findings.push(format!(
