@@ -95,7 +95,7 @@ pub(super) fn summarise(
     let epoll = backends.iter().position(|backend| backend == "epoll");
     record.figures.push(figure(
         "cpu-per-request",
-        "Proxy CPU per request vs its open connections (slow clients, new connection per request)",
+        "Proxy CPU per request vs open connections (slow clients)",
         Some("issue 19"),
         axis("open connections at the proxy (clients + upstream)", "connections", Scale::Log),
         axis("proxy CPU per request", "µs", Scale::Linear),
