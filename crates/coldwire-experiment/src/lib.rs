@@ -24,6 +24,7 @@ mod connections_latency;
 mod peers;
 mod rate_response;
 mod slot_alloc;
+mod slow_clients;
 mod splice;
 
 pub use coldwire_report::ExperimentRecord;
@@ -78,6 +79,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "peers",
         summary: "cold-scaling and rate-response against nginx; the proxy against Squid, Varnish, nginx, HAProxy",
         run: peers::run,
+    },
+    Experiment {
+        name: "slow-clients",
+        summary: "proxy CPU per request vs concurrent slow connections (origin think time), every backend",
+        run: slow_clients::run,
     },
 ];
 

@@ -118,6 +118,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         |worker| worker.http.file_opens,
     ),
     (
+        "coldwire_connection_limit_reached_total",
+        "counter",
+        "Proxy requests answered 503 because no upstream connection could be opened (connection limit or descriptors).",
+        |worker| worker.http.connection_limit_reached,
+    ),
+    (
         "coldwire_bytes_sent_total",
         "counter",
         "Bytes sent on connections (clients and origins).",

@@ -47,6 +47,10 @@ pub struct RequestCounters {
     /// the one in which its response was complete (queued for the client, or, by the
     /// proxy, relayed).
     pub response_time: ResponseTimes,
+    /// Proxy: requests answered `503` (`Proxy-Status: …; error=connection_limit_reached`)
+    /// because no upstream connection could be opened — the worker's connection limit or
+    /// the process's descriptors ran out.
+    pub connection_limit_reached: u64,
 }
 
 fn by_class<S: Serializer>(counts: &[u64; 5], serializer: S) -> Result<S::Ok, S::Error> {
@@ -88,6 +92,7 @@ impl RequestCounters {
         self.write_timeouts += other.write_timeouts;
         self.file_opens += other.file_opens;
         self.response_time.add(&other.response_time);
+        self.connection_limit_reached += other.connection_limit_reached;
     }
 }
 

@@ -1,12 +1,13 @@
 //! `coldwire proxy` under test: started through the process runner on 127.0.0.1 port 0
 //! (or a given address) with a chosen number of workers, its address and stats URL read
-//! from the lines it prints; killed on drop.
+//! from the lines it prints; killed on drop. One may run under a low open-files limit with
+//! its stderr kept, to see what it says when descriptors run out.
 
 use std::time::Duration;
 
-use coldwire_process::{Process, Stderr};
+use coldwire_process::{Launch, Process, STDERR_LINES, Stderr};
 
-use crate::binary::coldwire;
+use crate::binary::{coldwire, coldwire_binary};
 
 /// How long a proxy gets to print its addresses.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,8 +34,24 @@ impl Proxy {
 
     /// `workers` workers listening on `listen`.
     pub fn start_with(listen: &str, backend: &str, workers: usize, args: &[&str]) -> Proxy {
+        Proxy::launch(listen, backend, workers, args, None)
+    }
+
+    /// One worker on 127.0.0.1:0 run under `prlimit --nofile=N:N` (soft and hard), so it
+    /// runs out of descriptors early; its stderr is kept ([`Proxy::stderr_tail`]).
+    pub fn start_with_open_files(backend: &str, args: &[&str], open_files: u64) -> Proxy {
+        Proxy::launch("127.0.0.1:0", backend, 1, args, Some(open_files))
+    }
+
+    fn launch(
+        listen: &str,
+        backend: &str,
+        workers: usize,
+        args: &[&str],
+        open_files: Option<u64>,
+    ) -> Proxy {
         let workers = workers.to_string();
-        let mut process = coldwire([
+        let proxy_args = [
             "proxy",
             "--listen",
             listen,
@@ -42,11 +59,22 @@ impl Proxy {
             backend,
             "--workers",
             &workers,
-        ])
-        .args(args)
-        .stderr(Stderr::Null)
-        .spawn()
-        .unwrap_or_else(|error| panic!("{error}"));
+        ];
+        let launch = match open_files {
+            // prlimit execs the binary, so the child's pid is the proxy's.
+            Some(limit) => Launch::new("prlimit")
+                .arg(format!("--nofile={limit}:{limit}"))
+                .arg("--")
+                .arg(coldwire_binary())
+                .args(proxy_args)
+                .stop_grace(Duration::ZERO)
+                .stderr(Stderr::Keep(STDERR_LINES)),
+            None => coldwire(proxy_args).stderr(Stderr::Null),
+        };
+        let mut process = launch
+            .args(args)
+            .spawn()
+            .unwrap_or_else(|error| panic!("{error}"));
         let address = process
             .wait_for_line("proxy listening on http://", START_TIMEOUT)
             .unwrap_or_else(|error| panic!("{error}"))
@@ -61,6 +89,26 @@ impl Proxy {
             process,
             address,
             stats_url,
+        }
+    }
+
+    /// The last lines the proxy wrote to stderr (kept only for
+    /// [`Proxy::start_with_open_files`]).
+    pub fn stderr_tail(&self) -> String {
+        self.process.stderr_tail()
+    }
+
+    /// Waits up to `timeout` until the kept stderr contains `text`.
+    pub fn wait_for_stderr(&self, text: &str, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.stderr_tail().contains(text) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 

@@ -63,6 +63,10 @@ pub struct LoopCounters {
     /// the ones that waited, so they are included here too.
     #[serde(default)]
     pub uring_enter_calls: u64,
+    /// io_uring completion backend: cancellations submitted for a connection's own
+    /// operations (by `user_data`) when it closes — at most one per operation it had armed.
+    #[serde(default)]
+    pub uring_cancellations: u64,
 }
 
 impl LoopCounters {
@@ -116,6 +120,7 @@ impl LoopCounters {
             uring_submissions,
             uring_completions,
             uring_enter_calls,
+            uring_cancellations,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -140,5 +145,6 @@ impl LoopCounters {
         self.uring_submissions += uring_submissions;
         self.uring_completions += uring_completions;
         self.uring_enter_calls += uring_enter_calls;
+        self.uring_cancellations += uring_cancellations;
     }
 }

@@ -178,6 +178,38 @@ impl Completion {
     }
 }
 
+/// [`Driver::connect`] refused: the driver already holds
+/// [`DriverConfig::max_connections`] connections. The `io::Error` it returns carries this
+/// value ([`io::Error::get_ref`]); [`is_out_of_connections`] recognises it.
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error(
+    "connection limit reached ({limit} connections open in this loop): raise --max-connections (and the open-files limit with it) or add workers"
+)]
+pub struct ConnectionLimitReached {
+    /// The limit that was reached.
+    pub limit: usize,
+}
+
+impl ConnectionLimitReached {
+    /// The `io::Error` [`Driver::connect`] returns at the limit.
+    pub fn error(limit: usize) -> io::Error {
+        io::Error::other(ConnectionLimitReached { limit })
+    }
+}
+
+/// Whether a failed [`Driver::connect`] (or accept) ran out of connections rather than
+/// reaching a peer: the driver's own limit ([`ConnectionLimitReached`]) or the system's
+/// (`EMFILE`/`ENFILE`: descriptors; `ENOBUFS`/`ENOMEM`: kernel memory). A server answers
+/// such a failure as its own overload (503), not as the peer's (502).
+pub fn is_out_of_connections(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<ConnectionLimitReached>())
+        || error
+            .raw_os_error()
+            .is_some_and(crate::core::accept_gate::is_descriptor_exhaustion)
+}
+
 /// Limits and sizes of a driver, with the defaults a server on this machine wants.
 #[derive(Clone, Debug)]
 pub struct DriverConfig {
@@ -314,4 +346,25 @@ pub trait Driver {
 
     /// A handle other threads use to wake this loop.
     fn waker(&self) -> Waker;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_connections_is_the_limit_or_exhausted_descriptors_not_a_refusal() {
+        let limit = ConnectionLimitReached::error(3);
+        assert!(is_out_of_connections(&limit));
+        assert!(limit.to_string().contains("--max-connections"), "{limit}");
+        for code in [libc::EMFILE, libc::ENFILE] {
+            assert!(is_out_of_connections(&io::Error::from_raw_os_error(code)));
+        }
+        for code in [libc::ECONNREFUSED, libc::ENETUNREACH] {
+            assert!(!is_out_of_connections(&io::Error::from_raw_os_error(code)));
+        }
+        assert!(!is_out_of_connections(&io::Error::other(
+            "no free connection slot"
+        )));
+    }
 }

@@ -15,7 +15,9 @@ use crate::core::completions::next_current;
 use crate::core::counters::LoopCounters;
 use crate::core::generations::current;
 use crate::core::waker::Waker;
-use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
+use crate::driver::{
+    Chunk, Completion, ConnectionId, ConnectionLimitReached, Driver, Flush, ListenerId,
+};
 use crate::poller::{Interest, Poller};
 use crate::pools::buffer_pool::Buffer;
 use crate::sys;
@@ -256,9 +258,7 @@ impl<P: Poller> ReadinessDriver<P> {
         source: Option<IpAddr>,
     ) -> io::Result<ConnectionId> {
         if self.connections.len() >= self.config.max_connections {
-            return Err(io::Error::other(
-                "connection limit reached (DriverConfig::max_connections)",
-            ));
+            return Err(ConnectionLimitReached::error(self.config.max_connections));
         }
         self.counters.connect_calls += 1;
         let (fd, established) = sys::connect_from(address, source)?;

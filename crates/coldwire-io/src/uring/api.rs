@@ -19,7 +19,9 @@ use super::output::bytes_acknowledged;
 use crate::core::completions::next_current;
 use crate::core::counters::LoopCounters;
 use crate::core::waker::Waker;
-use crate::driver::{Chunk, Completion, ConnectionId, Driver, Flush, ListenerId};
+use crate::driver::{
+    Chunk, Completion, ConnectionId, ConnectionLimitReached, Driver, Flush, ListenerId,
+};
 use crate::pools::buffer_pool::Buffer;
 use crate::sys;
 
@@ -257,7 +259,6 @@ impl Driver for UringDriver {
                 self.output_pools.recycle(chunk);
             }
         }
-        let fd = connection.fd;
         let promised = connection.flags & SEND_PROMISED != 0;
         self.timers.cancel(&mut connection.timer);
         if promised {
@@ -265,8 +266,8 @@ impl Driver for UringDriver {
             self.timers
                 .set(&mut connection.timer, id, self.now + ZOMBIE_LINGER);
         } else {
-            self.cancel_all(fd);
-            self.cancel_sends(slot, id.generation);
+            let flags = connection.flags;
+            self.cancel_operations(slot, id.generation, flags);
         }
     }
 
@@ -341,9 +342,7 @@ impl UringDriver {
         source: Option<IpAddr>,
     ) -> io::Result<ConnectionId> {
         if self.connections.len() >= self.config.max_connections {
-            return Err(io::Error::other(
-                "connection limit reached (DriverConfig::max_connections)",
-            ));
+            return Err(ConnectionLimitReached::error(self.config.max_connections));
         }
         self.counters.connect_calls += 1;
         let (fd, established) = sys::connect_from(address, source)?;

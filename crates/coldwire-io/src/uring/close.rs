@@ -1,10 +1,9 @@
-//! Closing on the io_uring driver: a connection's operations are cancelled (by descriptor,
-//! and its sends and file reads also by `user_data`, since a request still queued in io-wq
-//! has no file yet) and its socket closed with a `CLOSE` submitted at once — the socket is
+//! Closing on the io_uring driver: a connection's operations are cancelled, each by its
+//! `user_data` (never by descriptor: that walks every armed request of the ring, see
+//! [`UringDriver::cancel_operations`]), and its socket closed with a `CLOSE` submitted at once — the socket is
 //! released, FIN sent, only when no operation holds it. The slot is freed only when no
 //! operation points into its memory (see `driver.rs`). Also the driver's own teardown.
 
-use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use io_uring::types::CancelBuilder;
@@ -17,19 +16,27 @@ use super::driver::UringDriver;
 use crate::sys;
 
 impl UringDriver {
-    /// Cancels everything in flight on `fd` (multishot receive, sends, polls).
-    pub(super) fn cancel_all(&mut self, fd: RawFd) {
-        let entry = opcode::AsyncCancel2::new(CancelBuilder::fd(types::Fd(fd)).all())
-            .build()
-            .user_data(user_data(Kind::Ignored, 0, 0));
-        self.push_plain(entry);
-    }
-
-    /// Cancels the connection's send and file read by `user_data`: a file piece's splices
-    /// run in io-wq, and one still queued there has no file yet, so [`Self::cancel_all`]
-    /// (by descriptor) would miss it and it could then block on a peer that never reads.
-    pub(super) fn cancel_sends(&mut self, slot: usize, generation: u32) {
-        for kind in [Kind::Read, Kind::Send] {
+    /// Cancels the connection's own operations that `flags` says are in flight, each by
+    /// its `user_data` (kind, slot, generation): the multishot receive, the connect poll,
+    /// the send and its linked file read. Never by descriptor: the kernel matches a
+    /// cancellation by descriptor (`IORING_ASYNC_CANCEL_FD`) against every armed request
+    /// of the ring — every connection's receive — and with `ALL` walks them more than once,
+    /// so a close cost grew with the number of open connections (issue 19). A cancellation
+    /// by `user_data` looks in one bucket of the kernel's cancel hash. It also finds a file
+    /// piece's splice still queued in io-wq, which has no file yet and so no descriptor to
+    /// match.
+    pub(super) fn cancel_operations(&mut self, slot: usize, generation: u32, flags: u16) {
+        let armed = [
+            (RECV_ACTIVE, Kind::Recv),
+            (CONNECTING, Kind::Connect),
+            (READ_IN_FLIGHT, Kind::Read),
+            (SEND_IN_FLIGHT, Kind::Send),
+        ];
+        for (flag, kind) in armed {
+            if flags & flag == 0 {
+                continue;
+            }
+            self.counters.uring_cancellations += 1;
             let entry = opcode::AsyncCancel::new(user_data(kind, slot, generation))
                 .build()
                 .user_data(user_data(Kind::Ignored, 0, 0));
@@ -55,9 +62,10 @@ impl UringDriver {
             self.output_pools.recycle(chunk);
         }
         self.output_pools.keep_queue(&mut connection.output);
-        if connection.flags & (RECV_ACTIVE | CONNECTING) != 0 {
-            self.cancel_all(connection.fd);
-        }
+        // The receive and the connect poll hold the socket: without their cancellation
+        // the `CLOSE` below would not release it.
+        let armed = connection.flags & (RECV_ACTIVE | CONNECTING);
+        self.cancel_operations(slot, connection.generation, armed);
         let entry = opcode::Close::new(types::Fd(connection.fd))
             .build()
             .user_data(user_data(Kind::Ignored, 0, 0));

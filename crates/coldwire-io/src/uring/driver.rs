@@ -126,7 +126,7 @@ pub struct UringDriver {
     pub(super) reaped: Vec<cqueue::Entry>,
     /// Closed connections whose linger for a promised send ran out in this turn (kept for
     /// its allocation).
-    pub(super) zombies_due: Vec<(RawFd, ConnectionId)>,
+    pub(super) zombies_due: Vec<ConnectionId>,
     pub(super) counters: LoopCounters,
     pub(super) waker: Waker,
     pub(super) now: Instant,
@@ -317,16 +317,19 @@ impl UringDriver {
         self.timers
             .expire(self.now, &mut self.connections, |id, connection| {
                 if connection.flags & CLOSING != 0 {
-                    zombies_due.push((connection.fd, id));
+                    zombies_due.push(id);
                 } else {
                     completions.push_back(Completion::TimerExpired { connection: id });
                 }
             });
         let mut zombies_due = std::mem::take(&mut self.zombies_due);
-        for (fd, id) in zombies_due.drain(..) {
-            // A promised send that never finished: cut it.
-            self.cancel_all(fd);
-            self.cancel_sends(id.index(), id.generation);
+        for id in zombies_due.drain(..) {
+            // A promised send that never finished: cut it (and the receive, if still armed).
+            let flags = self
+                .connections
+                .get(id.index())
+                .map_or(0, |connection| connection.flags);
+            self.cancel_operations(id.index(), id.generation, flags);
         }
         self.zombies_due = zombies_due;
         match self.fatal.take() {

@@ -35,6 +35,7 @@ pub mod head;
 mod hit;
 mod interim;
 mod invalidate;
+mod limit;
 mod lookup;
 mod origin;
 pub mod policy;

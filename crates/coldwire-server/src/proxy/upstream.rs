@@ -15,7 +15,7 @@ use coldwire_http::fields::{comma_list, strip_parameters};
 use coldwire_http::{BodyFraming, Method, RequestHead, Status};
 
 use super::problem::{Problem, ProblemKind, local_connect_error_kind};
-use coldwire_io::Driver;
+use coldwire_io::{Driver, is_out_of_connections};
 
 use super::error::ExchangeError;
 use super::exchange::{CacheWork, ClientRequest, Exchange, ExchangeLog, RequestBody, Upstream};
@@ -176,6 +176,10 @@ impl<D: Driver> Worker<D> {
                 Ok(id) => {
                     exchange.upstream.reused = false;
                     Origin::connecting(id, address, OriginState::Exchange(client_id))
+                }
+                Err(error) if is_out_of_connections(&error) => {
+                    self.out_of_connections(client, &error);
+                    return;
                 }
                 Err(error) => {
                     let kind = local_connect_error_kind(&error);

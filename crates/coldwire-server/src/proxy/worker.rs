@@ -82,6 +82,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) revalidator: Option<super::revalidator::Revalidator>,
     /// Requests waiting for other fetches of their keys (collapsed forwarding).
     pub(super) followers: super::collapse::Followers,
+    /// What was said about running out of connections (`limit.rs`).
+    pub(super) limits: super::limit::LimitNotices,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -150,6 +152,7 @@ impl<D: Driver> Worker<D> {
             error_log: parts.error_log,
             revalidator: None,
             followers: super::collapse::Followers::default(),
+            limits: super::limit::LimitNotices::default(),
             config,
             live: parts.live,
         })
@@ -198,6 +201,7 @@ impl<D: Driver> Worker<D> {
             loop_counters: self.driver.counters(),
             http: self.http,
         };
+        self.say_limits(snapshot.loop_counters.accept_pauses);
         self.stats.publish(self.index, snapshot);
     }
 

@@ -119,6 +119,71 @@ fn quick_cold_scaling_writes_a_series_per_backend_and_a_point_per_cold_count() {
     assert!(!record["seed_comparison"].as_array().unwrap().is_empty());
 }
 
+/// The repository's own `slow-clients` scenario, quick: a point per backend and rate,
+/// the proxy's open connections measured (the x axis), and per request one cancellation at
+/// most per operation a closing connection had armed on uring — none on epoll.
+#[test]
+fn quick_slow_clients_measures_cpu_against_open_connections_per_backend() {
+    let temp = tempfile::tempdir().unwrap();
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let results = temp.path().join("results");
+    let output = coldwire(&[
+        "experiment",
+        "slow-clients",
+        "--quick",
+        "--scenarios",
+        scenarios.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr:\n{stderr}");
+    let record = record(&results.join("slow-clients"));
+    let figure = record["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|figure| figure["id"] == "cpu-per-request")
+        .expect("a CPU-per-request figure");
+    let names: Vec<&str> = figure["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["name"].as_str().unwrap())
+        .collect();
+    assert!(names.first() == Some(&"epoll"), "{names:?}");
+    for line in figure["series"].as_array().unwrap() {
+        let points = line["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2, "a point per quick rate: {line}");
+        for point in points {
+            assert!(
+                point["x"].as_f64().unwrap() >= 1.0,
+                "open connections: {point}"
+            );
+            assert!(
+                point["y"].as_f64().unwrap() > 0.0,
+                "CPU per request: {point}"
+            );
+        }
+    }
+    let counters = record["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|table| table["columns"][3] == "cancellations/request")
+        .expect("the counters table");
+    for row in counters["rows"].as_array().unwrap() {
+        let cancellations: f64 = row[3].as_str().unwrap().parse().unwrap();
+        match row[0].as_str().unwrap() {
+            "epoll" => assert_eq!(cancellations, 0.0, "{row}"),
+            // A closing connection cancels its own armed operations (its receive; an
+            // upstream one in the pool the same), never more than a few per request.
+            _ => assert!(cancellations <= 3.0, "{row}"),
+        }
+    }
+    assert!(!record["findings"].as_array().unwrap().is_empty());
+}
+
 #[test]
 fn an_unknown_experiment_is_refused_with_the_known_names() {
     let temp = tempfile::tempdir().unwrap();

@@ -4,16 +4,19 @@
 //! refuses io_uring) through `coldwire_testkit::backend_tests!`: miss then hit, revalidation observed at
 //! the origin, no-store not stored, Vary, pipelining, chunked POST, an upstream reset
 //! mid-body (error to the client, nothing cached), a denied client, reverse mode, CONNECT
-//! to a TLS server, and 1 MiB bodies byte for byte.
+//! to a TLS server, 1 MiB bodies byte for byte, and a 503 with `Proxy-Status` when
+//! connections or descriptors run out (`limits.rs`).
 
 mod cache;
 mod errors;
 mod forward;
+mod limits;
 mod tunnel;
 
 use cache::*;
 use errors::*;
 use forward::*;
+use limits::*;
 use tunnel::*;
 
 coldwire_testkit::backend_tests! {
@@ -56,4 +59,6 @@ coldwire_testkit::backend_tests! {
     a_forwarding_loop_is_detected,
     only_if_cached_with_nothing_stored_is_an_internal_response,
     refused_tunnels_say_why,
+    connection_limit_answers_503_with_proxy_status_and_keeps_serving,
+    running_out_of_descriptors_answers_503_and_says_so,
 }
