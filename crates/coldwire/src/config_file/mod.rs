@@ -21,6 +21,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use clap::builder::Resettable;
 use clap::{Arg, ArgAction, Command, CommandFactory};
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -299,7 +300,15 @@ fn check_value(
     let long = arg.get_long().unwrap_or_default();
     Command::new("coldwire")
         .no_binary_name(true)
-        .arg(arg.clone().required(false))
+        // Alone, the flag's relations to the subcommand's other flags (`--trace-format`
+        // requires `--trace`) would name flags this one-flag command lacks: drop them.
+        .arg(
+            arg.clone()
+                .required(false)
+                .requires(Resettable::Reset)
+                .conflicts_with(Resettable::Reset)
+                .group(Resettable::Reset),
+        )
         .try_get_matches_from([format!("--{long}={text}")])
         .map(drop)
         .map_err(|error| source.error(Some(span), one_line(&error)))

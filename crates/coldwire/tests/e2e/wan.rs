@@ -124,6 +124,7 @@ coldwire_testkit::backend_tests! {
     bandwidth_spreads_a_transfer_over_its_rate,
     every_byte_arrives_in_order_under_loss,
     idle_relayed_connections_cost_no_loop_work,
+    chained_relays_add_their_delays_and_carry_many_connections,
 }
 
 fn an_echo_takes_the_round_trip(backend: &str) {
@@ -227,4 +228,43 @@ fn idle_relayed_connections_cost_no_loop_work(backend: &str) {
         "{backend}: 200 idle connections woke the loop {} times in a second",
         after - before
     );
+}
+
+/// Two relays in a chain, as the seeds place them (one on the client side, one on the
+/// server side): a round trip pays both delays, and 300 connections opened at once through
+/// the chain each echo their own bytes.
+fn chained_relays_add_their_delays_and_carry_many_connections(backend: &str) {
+    let echo = echo_server();
+    let server_side = relay(backend, echo, &["--rtt", "40ms"]);
+    let client_side = relay(backend, server_side.address, &["--rtt", "40ms"]);
+    let mut stream = connect(client_side.address);
+    let mut buffer = [0u8; 4];
+    stream.write_all(b"ping").unwrap();
+    stream.read_exact(&mut buffer).unwrap();
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let sent = Instant::now();
+        stream.write_all(b"ping").unwrap();
+        stream.read_exact(&mut buffer).unwrap();
+        rounds.push(sent.elapsed());
+    }
+    rounds.sort();
+    assert!(
+        rounds[1] >= Duration::from_millis(80) && rounds[1] < Duration::from_millis(400),
+        "{backend}: two 40 ms relays, median round trip {:?} ({rounds:?})",
+        rounds[1]
+    );
+    let mut streams: Vec<TcpStream> = (0..300).map(|_| connect(client_side.address)).collect();
+    for (index, stream) in streams.iter_mut().enumerate() {
+        stream.write_all(format!("{index:08}").as_bytes()).unwrap();
+    }
+    for (index, stream) in streams.iter_mut().enumerate() {
+        let mut answer = [0u8; 8];
+        stream.read_exact(&mut answer).unwrap();
+        assert_eq!(
+            answer,
+            format!("{index:08}").as_bytes(),
+            "{backend}: connection {index} got another connection's bytes"
+        );
+    }
 }
