@@ -44,20 +44,24 @@
 //! hit path changes. (The CLI flag that selects it, `--cache-dir`, is the CLI's.) What a
 //! disk store must guarantee besides the contract above:
 //!
-//! - **Crash safety.** A body becomes visible only once complete: write it to free space
-//!   (or a temporary file), `fsync` it, then publish its record (key, `Vary` key, fields,
-//!   offset, length, checksum) with an atomic step — an append to a journal whose records
-//!   carry their own checksum, or a `rename` — so that after a crash a record either
-//!   describes a complete body or is not there. A half-written record or body is skipped
-//!   at start-up, never served.
-//! - **Checksums.** Every body carries a checksum computed while it was written (in
-//!   [`BodyWriter::push`]), kept in its record and verified when the store is opened (or
-//!   lazily, before a body is first handed out after a restart). A body that fails is
-//!   named in [`Storage::take_evictions`] and never read.
+//! - **Crash safety.** A body becomes visible only once complete, and after a crash a
+//!   record either describes a complete body or is not read: the disk store writes each
+//!   record (key, head, body) with its own checksums and verifies them when it opens (a
+//!   half-written record or body is skipped, never served); another design could `fsync`
+//!   a body and publish it with an atomic step (a `rename`).
+//! - **Checksums.** Every body carries a checksum, kept in its record and verified when
+//!   the store is opened (or lazily, before a body is first handed out after a restart). A
+//!   body that fails is never indexed (or, found later, named in
+//!   [`Storage::take_evictions`]).
 //! - **No blocking on the event loop.** `push`, `finish` and `remove` run on a worker's
 //!   loop (and `remove` under an index lock): queue the disk work to a helper thread and
 //!   return; `finish` may return a `Body::Memory` that the hot tier serves while the disk
 //!   copy is written, or decline (`None`) when it cannot keep up.
+//! - **Metadata.** To be found again after a restart, a record holds the response's head
+//!   too: [`BodyWriter::finish`], [`Storage::adopt`] and [`Storage::spill`] are handed the
+//!   [`StoredResponse`]; responses the index does not know of yet (found at start-up, or
+//!   written to disk before being indexed, [`Finished::Deferred`]) go to the sink
+//!   installed by [`Storage::attach`].
 //! - **A memory tier in front.** It lives inside the disk store: its writer returns a
 //!   `Body::Memory` (charged to the memory budget, served from memory) while also writing
 //!   the body to disk. When the index must make room, it offers each body in memory to

@@ -96,7 +96,9 @@ impl DiskOrigin {
 /// `GET url` through the proxy on a connection of its own: status, `Cache-Status`, body.
 fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)> {
     let mut stream = TcpStream::connect_timeout(&proxy, Duration::from_secs(5)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
     let request = format!("GET {url} HTTP/1.1\r\nHost: origin\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).ok()?;
     let (raw, _) = read_until_closed(&mut stream).ok()?;
@@ -134,7 +136,10 @@ fn settle(proxy: &Proxy) -> serde_json::Value {
         if disk["queue_depth"] == 0 && disk["queue_bytes"] == 0 {
             return stats;
         }
-        assert!(Instant::now() < deadline, "the disk store never caught up: {disk}");
+        assert!(
+            Instant::now() < deadline,
+            "the disk store never caught up: {disk}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -174,13 +179,23 @@ fn disk_cache_keeps_objects_across_a_restart(backend: &str) {
         assert_eq!(status, 200);
         assert!(cache_status.contains("hit"), "{path}: {cache_status}");
         assert!(body == object_bytes(path), "{path} byte for byte");
-        assert_eq!(origin.requests(path), 1, "{path}: the origin was not asked again");
+        assert_eq!(
+            origin.requests(path),
+            1,
+            "{path}: the origin was not asked again"
+        );
     }
     let (_, cache_status, body) = get(proxy.address, &origin.url(&paths[0])).expect("ok");
-    assert!(cache_status.contains("miss"), "purged before the restart: {cache_status}");
+    assert!(
+        cache_status.contains("miss"),
+        "purged before the restart: {cache_status}"
+    );
     assert!(body == object_bytes(&paths[0]));
     let stats = proxy.stats();
-    assert!(stats["cache"]["found_on_disk"].as_u64() >= Some(6), "{stats}");
+    assert!(
+        stats["cache"]["found_on_disk"].as_u64() >= Some(6),
+        "{stats}"
+    );
 }
 
 fn concurrent_readers_of_an_object_being_written_get_its_bytes(backend: &str) {
@@ -323,7 +338,9 @@ fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
     let origin = DiskOrigin::start();
     // The store believes it has 64 MiB; the file system has 2 MiB.
     let proxy = disk_proxy("epoll", dir.path(), &["--cache-dir-size", "64MiB"]);
-    let paths: Vec<String> = (0..40).map(|seed| DiskOrigin::path(seed, 200 << 10)).collect();
+    let paths: Vec<String> = (0..40)
+        .map(|seed| DiskOrigin::path(seed, 200 << 10))
+        .collect();
     for round in 0..2 {
         for path in &paths {
             let (status, _, body) = get(proxy.address, &origin.url(path)).expect("answered");

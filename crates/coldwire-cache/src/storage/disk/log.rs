@@ -316,8 +316,14 @@ impl Log {
         self.seal();
         let shared = self.shared.clone();
         let config = &shared.config;
-        let allowed = (config.size / config.segment_size()).max(1);
-        while self.sealed.len() as u64 + 1 > allowed && !self.sealed.is_empty() {
+        // By bytes, not count: segments written under another --cache-dir-size differ.
+        let used = |sealed: &VecDeque<Segment>| -> u64 {
+            sealed
+                .iter()
+                .map(|segment| segment.file.metadata().map_or(0, |metadata| metadata.len()))
+                .sum()
+        };
+        while !self.sealed.is_empty() && used(&self.sealed) + config.segment_size() > config.size {
             self.delete_oldest();
         }
         let id = self.next_segment;

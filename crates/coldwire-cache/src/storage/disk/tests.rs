@@ -280,3 +280,32 @@ fn a_directory_that_cannot_be_created_is_an_error_naming_it() {
     let error = DiskStorage::open(config, 1 << 20).expect_err("a file is in the way");
     assert!(error.to_string().contains("cannot create"), "{error}");
 }
+
+#[test]
+fn a_smaller_size_at_reopen_keeps_only_the_newest_segments_that_fit() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let keys: Vec<String> = (0..100).map(|n| format!("http://o/{n}")).collect();
+    {
+        let store = open(dir.path(), 64 << 20, 0, 16 << 20);
+        for key in &keys {
+            assert!(fill(&store, key, &body_of(key, 100 << 10)));
+        }
+        settle(&store);
+    }
+    let size = |dir: &std::path::Path| -> u64 {
+        std::fs::read_dir(dir)
+            .expect("listed")
+            .map(|entry| entry.expect("entry").metadata().expect("stat").len())
+            .sum()
+    };
+    assert!(size(dir.path()) > 8 << 20);
+    let store = open(dir.path(), 64 << 20, 0, 4 << 20);
+    assert!(
+        size(dir.path()) <= 4 << 20,
+        "{} bytes left",
+        size(dir.path())
+    );
+    assert!(served(&store, &keys[0]).is_none(), "the oldest went");
+    let (bytes, _) = served(&store, &keys[99]).expect("the newest stayed");
+    assert_eq!(bytes, body_of(&keys[99], 100 << 10));
+}
