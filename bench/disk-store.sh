@@ -18,7 +18,7 @@
 # Environment: DURATION (s, 10), ROUNDS (3), WARMUP (s, 2), CONNECTIONS (50),
 #   CONTENDERS ("coldwire nginx squid-rock"), COLDWIRE (target/release/coldwire),
 #   PROXY_CPU (0), CLIENT_CPU (1), OUT.
-# Output: $OUT/{results.csv,summary.md,raw/}
+# Output: $OUT/{results.csv,hits.md,raw/}
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -163,7 +163,7 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-python3 - "$OUT/results.csv" "$DURATION" "$ROUNDS" "$CONNECTIONS" >"$OUT/summary.md" <<'PY'
+python3 - "$OUT/results.csv" "$DURATION" "$ROUNDS" "$CONNECTIONS" >"$OUT/hits.md" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 objects = list(dict.fromkeys(r["object"] for r in rows))
@@ -196,5 +196,5 @@ disk = [r for r in rows if r["contender"] == "coldwire"]
 print(f"Origin requests during all measured runs: {origin} (0: every measured request was a hit); non-2xx: {errors}.")
 print("coldwire disk hits (/stats found_on_disk) per run vs requests: " + ", ".join(f"{r['disk_hits']}/{r['requests']}" for r in disk) + ".")
 PY
-cat "$OUT/summary.md"
+cat "$OUT/hits.md"
 log "results in $OUT"
