@@ -1,11 +1,11 @@
 //! [`DiskStorage`]: bodies kept in a directory of log segments that survive restarts, with
 //! the memory store as the hot tier in front (issue 15; docs/disk-store.md).
 //!
-//! - **Layout** ([`format`]): segment files of fixed size, each an append-only log of
+//! - **Layout** ([`format`](mod@format)): segment files of fixed size, each an append-only log of
 //!   checksummed records (object: key, head, body; tombstone: the sequence number it
 //!   kills). No separate index file: the index is rebuilt at start-up by scanning
-//!   ([`recovery`]).
-//! - **Writes** happen on one I/O thread ([`log`]), never on a worker's event loop: a stored
+//!   (`recovery.rs`).
+//! - **Writes** happen on one I/O thread (`log.rs`), never on a worker's event loop: a stored
 //!   miss is collected in memory (as the memory store does) and, once finished, queued
 //!   whole; the thread packs queued records into one aggregation buffer and writes it with
 //!   one `pwrite`, then publishes their file ranges. Back-pressure: past
