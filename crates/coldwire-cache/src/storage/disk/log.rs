@@ -157,11 +157,13 @@ impl Log {
         if full || self.buffer.len() >= AGGREGATE {
             self.flush();
         }
-        if full && !self.start_segment() {
+        // A failed flush seals the active segment: a new one is needed then too.
+        if (full || self.active.is_none()) && !self.start_segment() {
             self.drop_object(seq, &key, length);
             return;
         }
         let Some(active) = self.active.as_ref() else {
+            self.drop_object(seq, &key, length);
             return;
         };
         let record_offset = active.position + self.buffer.len() as u64;
@@ -204,7 +206,9 @@ impl Log {
         }
         let Some(active) = self.active.as_mut() else {
             self.buffer.clear();
-            self.placed.clear();
+            for record in std::mem::take(&mut self.placed) {
+                self.drop_object(record.seq, &record.key, record.reserved);
+            }
             return;
         };
         let written = active
@@ -435,7 +439,7 @@ impl Log {
         }
     }
 
-    /// Counts and logs an I/O error, and pauses new disk copies for a second (the disk
+    /// Counts and logs an I/O error, and pauses new disk copies for about two seconds (the disk
     /// tier is off for the objects stored meanwhile; memory keeps serving). Out of space,
     /// the oldest segment goes too.
     fn failed(&self, what: &str, error: &std::io::Error) {
@@ -447,7 +451,7 @@ impl Log {
         if errors.is_multiple_of(1000) {
             eprintln!(
                 "coldwire: warning: disk store: cannot {what} a segment in {}: {error} \
-                 (disk copies paused for 1 s; hits keep being served; {} errors so far)",
+                 (disk copies paused for about 2 s; hits keep being served; {} errors so far)",
                 self.shared.config.dir.display(),
                 errors + 1,
             );
