@@ -87,6 +87,29 @@ impl StoredResponse {
         }
     }
 
+    /// A response a storage kept (read back after a restart, or written to disk before it
+    /// was indexed): its age at arrival as recorded, its freshness computed again from its
+    /// fields with the directives `targets` selects.
+    pub fn restored(restored: crate::storage::Restored, targets: &Targets) -> StoredResponse {
+        let body_len = restored.body.len();
+        StoredResponse {
+            freshness: Freshness::of_targeted(
+                restored.status,
+                &restored.fields,
+                restored.response_time,
+                targets,
+            ),
+            initial_age: restored.initial_age,
+            status: restored.status,
+            fields: restored.fields,
+            body: restored.body,
+            body_len,
+            vary: restored.vary,
+            response_time: restored.response_time,
+            segments: None,
+        }
+    }
+
     /// Partial content of one representation (a `206`'s fields without `Content-Range`,
     /// and the segments held), its freshness from the directives `targets` selects.
     pub fn partial(

@@ -65,6 +65,14 @@ pub enum ServerError {
         /// Why it failed.
         source: io::Error,
     },
+    /// The cache's storage cannot be opened (a disk store's directory).
+    #[error("cannot open the {storage} cache: {source} — fix the path or pick another --cache-dir")]
+    Storage {
+        /// The storage's name.
+        storage: &'static str,
+        /// Why it failed.
+        source: io::Error,
+    },
     /// An event loop failed while running.
     #[error("worker {worker} stopped: {source}")]
     Worker {

@@ -98,6 +98,18 @@ pub struct ProxyArgs {
     /// Largest response body stored in the cache.
     #[arg(long, alias = "max-object-size", default_value = "8MiB", value_name = "SIZE", value_parser = parse_size)]
     pub max_object_bytes: u64,
+    /// Keep the cache on disk in this directory too (created if missing; kept across
+    /// restarts): memory stays the hot tier in front, bodies larger than --max-object-bytes
+    /// go to disk only (docs/disk-store.md).
+    #[arg(long, value_name = "PATH")]
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Space the disk cache may take (e.g. 10GiB); needs --cache-dir.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
+    pub cache_dir_size: u64,
+    /// Largest response body stored in the disk cache (e.g. 64MiB); at most a sixteenth
+    /// of --cache-dir-size, which is also the default (64MiB at most).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub disk_max_object_bytes: Option<u64>,
     /// Revalidate every cache hit with the origin (If-Modified-Since / If-None-Match).
     #[arg(long)]
     pub revalidate_always: bool,

@@ -3,7 +3,7 @@
 //! SIGTERM.
 
 use anyhow::{Context, bail};
-use coldwire_cache::StoreConfig;
+use coldwire_cache::{DiskConfig, StorageChoice, StoreConfig};
 use coldwire_server::proxy::{Cidr, ConnectPorts, DataPath, Mode, ProxyConfig, RunningProxy};
 use coldwire_server::system;
 
@@ -44,6 +44,33 @@ fn reverse_mode(text: &str) -> anyhow::Result<Mode> {
     })
 }
 
+/// The disk store `--cache-dir` asks for, its sizes checked.
+fn disk_storage(
+    dir: &std::path::Path,
+    cache_bytes: u64,
+    size: u64,
+    max_object: Option<u64>,
+) -> anyhow::Result<StorageChoice> {
+    if cache_bytes == 0 {
+        bail!("--cache-dir needs the cache on: give --cache-bytes more than 0");
+    }
+    let mut disk = DiskConfig::new(dir, size, 0);
+    if disk.size < 1 << 20 {
+        bail!("--cache-dir-size {}: give at least 1MiB", disk.size);
+    }
+    let largest = disk.segment_size() - 4096;
+    disk.max_object = max_object.unwrap_or(largest.min(64 << 20));
+    if disk.max_object > largest {
+        bail!(
+            "--disk-max-object-bytes {} is over what a {}-byte --cache-dir-size can hold \
+             ({largest}: a sixteenth of it); lower it or give the disk cache more space",
+            disk.max_object,
+            disk.size
+        );
+    }
+    Ok(StorageChoice::Disk(disk))
+}
+
 fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
     let mode = match &arguments.reverse {
         Some(url) => reverse_mode(url)?,
@@ -63,6 +90,14 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
         max_object: arguments.max_object_bytes,
         ..StoreConfig::default()
     });
+    if let Some(dir) = &arguments.cache_dir {
+        config.storage = disk_storage(
+            dir,
+            arguments.cache_bytes,
+            arguments.cache_dir_size,
+            arguments.disk_max_object_bytes,
+        )?;
+    }
     config.revalidate_always = arguments.revalidate_always;
     config.data_path = match arguments.data_path {
         DataPathArg::Copy => DataPath::Copy,

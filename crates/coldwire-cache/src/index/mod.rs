@@ -56,6 +56,10 @@ pub enum Lookup {
 pub struct StoreCounters {
     /// Lookups that found a response.
     pub found: u64,
+    /// Of those, responses whose body was in memory (memory hits, the hot tier).
+    pub found_in_memory: u64,
+    /// Of those, responses whose body was on disk (disk hits, sent with `sendfile`).
+    pub found_on_disk: u64,
     /// Lookups that found nothing usable.
     pub missed: u64,
     /// Responses stored (including 304 refreshes).
@@ -71,6 +75,8 @@ pub struct StoreCounters {
     /// Misses sent to the origin at once, without claiming or waiting, because their key
     /// was marked hit-for-miss.
     pub hit_for_miss: u64,
+    /// The disk store's counters, when bodies are kept on disk (`--cache-dir`).
+    pub disk: Option<crate::storage::DiskCounters>,
 }
 
 /// The sharded index (see the module docs).
@@ -79,6 +85,7 @@ pub(crate) struct Index {
     /// Each shard's share of the budget (changed by [`Index::set_capacity`]).
     shard_capacity: AtomicU64,
     found: AtomicU64,
+    found_on_disk: AtomicU64,
     missed: AtomicU64,
     stored: AtomicU64,
     evicted: AtomicU64,
@@ -98,6 +105,7 @@ impl Index {
             shards: (0..shards).map(|_| Mutex::new(Shard::new())).collect(),
             shard_capacity: AtomicU64::new(capacity / shards as u64),
             found: AtomicU64::new(0),
+            found_on_disk: AtomicU64::new(0),
             missed: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
@@ -161,6 +169,9 @@ impl Index {
         match found {
             Some(response) => {
                 self.found.fetch_add(1, Ordering::Relaxed);
+                if !response.body.is_in_memory() {
+                    self.found_on_disk.fetch_add(1, Ordering::Relaxed);
+                }
                 Lookup::Found(response)
             }
             None => {
@@ -237,8 +248,12 @@ impl Index {
 
     /// The counters, with the bytes, objects and markers held now.
     pub(crate) fn counters(&self) -> StoreCounters {
+        let found = self.found.load(Ordering::Relaxed);
+        let found_on_disk = self.found_on_disk.load(Ordering::Relaxed);
         let mut counters = StoreCounters {
-            found: self.found.load(Ordering::Relaxed),
+            found,
+            found_in_memory: found.saturating_sub(found_on_disk),
+            found_on_disk,
             missed: self.missed.load(Ordering::Relaxed),
             stored: self.stored.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),

@@ -181,7 +181,13 @@ impl Shard {
         let mut slot = self.tail;
         while self.bytes > capacity && slot != NONE {
             let prev = self.nodes[slot].prev;
-            if !self.spill(slot, storage) {
+            let in_memory = self.nodes[slot]
+                .variants
+                .iter()
+                .any(|variant| variant.segments.is_some() || variant.body.is_in_memory());
+            // A key whose bodies are all elsewhere already costs only its metadata: passed
+            // over here (the loop below evicts it if spilling alone cannot make room).
+            if in_memory && !self.spill(slot, storage) {
                 evicted += self.remove_slot(slot, storage);
             }
             slot = prev;
@@ -202,7 +208,7 @@ impl Shard {
             if variant.segments.is_some() || !variant.body.is_in_memory() {
                 continue;
             }
-            if let Some(body) = storage.spill(&node.key, &variant.body) {
+            if let Some(body) = storage.spill(&node.key, variant) {
                 let spilled = Arc::new(variant.with_body(body));
                 freed += variant.size() - spilled.size();
                 *variant = spilled;

@@ -11,6 +11,10 @@
 
 use coldwire_http::owned_fields::Fields;
 
+/// One selecting field of a [`VaryKey`]: its lower-cased name and the request's normalised
+/// value (`None`: the request lacked it).
+pub type VaryEntry = (String, Option<Vec<u8>>);
+
 /// The selecting fields of one stored response and the values the original request had.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VaryKey {
@@ -53,6 +57,18 @@ impl VaryKey {
     /// True when the response varied on nothing.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty() && !self.star
+    }
+
+    /// The selecting fields (lower-cased names) and the request's normalised values
+    /// (`None`: the request lacked the field), and whether the response said `Vary: *` —
+    /// what a disk store writes down to rebuild the key ([`VaryKey::from_parts`]).
+    pub fn parts(&self) -> (&[VaryEntry], bool) {
+        (&self.entries, self.star)
+    }
+
+    /// The key [`VaryKey::parts`] described (read back from a disk store's record).
+    pub fn from_parts(entries: Vec<VaryEntry>, star: bool) -> VaryKey {
+        VaryKey { entries, star }
     }
 
     /// Bytes this key holds (for the store's budget).

@@ -9,6 +9,7 @@
 use bytes::Bytes;
 
 use super::{Body, Storage, Writer};
+use crate::stored::StoredResponse;
 
 /// Bodies in memory (see the module docs).
 #[derive(Clone, Copy, Debug, Default)]
@@ -45,7 +46,7 @@ impl Storage for MemoryStorage {
     }
 
     /// A body in memory is kept as it is (no copy).
-    fn adopt(&self, _key: &str, body: Body) -> Option<Body> {
+    fn adopt(&self, _key: &str, body: Body, _response: &StoredResponse) -> Option<Body> {
         Some(body)
     }
 
@@ -64,13 +65,23 @@ mod tests {
         let piece = Bytes::from_static(b"abc");
         assert!(writer.push(piece.clone()));
         assert!(writer.push(Bytes::from_static(b"de")));
-        let body = writer.finish().expect("a body");
+        let response = StoredResponse::new(
+            200,
+            coldwire_http::owned_fields::Fields::new(),
+            Body::default(),
+            crate::policy::vary::VaryKey::default(),
+            std::time::UNIX_EPOCH,
+            std::time::UNIX_EPOCH,
+        );
+        let crate::storage::Finished::Body(body) = writer.finish(&response) else {
+            panic!("memory keeps every body");
+        };
         assert_eq!(body.len(), 5);
         assert_eq!(
             body.memory().expect("in memory")[0].as_ptr(),
             piece.as_ptr()
         );
-        let adopted = storage.adopt("k", body.clone()).expect("kept");
+        let adopted = storage.adopt("k", body.clone(), &response).expect("kept");
         assert!(adopted.shares(&body), "adopted without a copy");
     }
 }

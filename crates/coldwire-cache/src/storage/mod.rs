@@ -36,28 +36,32 @@
 //!   (and calls `remove` for each body) before every insert. A storage never frees a body
 //!   the index still holds.
 //!
-//! # Adding a storage (issue 15: a disk store)
+//! # Adding a storage (the disk store, `storage/disk/`, was added this way)
 //!
-//! One new file, `storage/disk.rs`, with a type implementing [`Storage`] and its
+//! One new file (or folder), with a type implementing [`Storage`] and its
 //! [`BodyWriter`] (handed out as [`Writer::Storage`]), and one registration: a variant of
 //! [`StorageChoice`] and its arm in [`StorageChoice::open`]. Nothing in the index, the fill lock, the policy or the proxy's
 //! hit path changes. (The CLI flag that selects it, `--cache-dir`, is the CLI's.) What a
 //! disk store must guarantee besides the contract above:
 //!
-//! - **Crash safety.** A body becomes visible only once complete: write it to free space
-//!   (or a temporary file), `fsync` it, then publish its record (key, `Vary` key, fields,
-//!   offset, length, checksum) with an atomic step — an append to a journal whose records
-//!   carry their own checksum, or a `rename` — so that after a crash a record either
-//!   describes a complete body or is not there. A half-written record or body is skipped
-//!   at start-up, never served.
-//! - **Checksums.** Every body carries a checksum computed while it was written (in
-//!   [`BodyWriter::push`]), kept in its record and verified when the store is opened (or
-//!   lazily, before a body is first handed out after a restart). A body that fails is
-//!   named in [`Storage::take_evictions`] and never read.
+//! - **Crash safety.** A body becomes visible only once complete, and after a crash a
+//!   record either describes a complete body or is not read: the disk store writes each
+//!   record (key, head, body) with its own checksums and verifies them when it opens (a
+//!   half-written record or body is skipped, never served); another design could `fsync`
+//!   a body and publish it with an atomic step (a `rename`).
+//! - **Checksums.** Every body carries a checksum, kept in its record and verified when
+//!   the store is opened (or lazily, before a body is first handed out after a restart). A
+//!   body that fails is never indexed (or, found later, named in
+//!   [`Storage::take_evictions`]).
 //! - **No blocking on the event loop.** `push`, `finish` and `remove` run on a worker's
 //!   loop (and `remove` under an index lock): queue the disk work to a helper thread and
 //!   return; `finish` may return a `Body::Memory` that the hot tier serves while the disk
 //!   copy is written, or decline (`None`) when it cannot keep up.
+//! - **Metadata.** To be found again after a restart, a record holds the response's head
+//!   too: [`BodyWriter::finish`], [`Storage::adopt`] and [`Storage::spill`] are handed the
+//!   [`StoredResponse`]; responses the index does not know of yet (found at start-up, or
+//!   written to disk before being indexed, [`Finished::Deferred`]) go to the sink
+//!   installed by [`Storage::attach`].
 //! - **A memory tier in front.** It lives inside the disk store: its writer returns a
 //!   `Body::Memory` (charged to the memory budget, served from memory) while also writing
 //!   the body to disk. When the index must make room, it offers each body in memory to
@@ -80,14 +84,74 @@
 //! number of storages, for no gain on the hit path.
 
 mod body;
+pub mod disk;
 mod memory;
 
 pub use body::{Body, BodyPiece, FileRange, Pieces};
+pub use disk::{DiskConfig, DiskCounters, DiskStorage};
 pub use memory::{MemoryStorage, MemoryWriter};
 
-use bytes::Bytes;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
+use coldwire_http::owned_fields::Fields;
+
+use crate::policy::vary::VaryKey;
 use crate::store::StoreConfig;
+use crate::stored::StoredResponse;
+
+/// How a finished body is kept (see [`BodyWriter::finish`]).
+#[derive(Debug)]
+pub enum Finished {
+    /// This handle, to index now.
+    Body(Body),
+    /// Kept, but indexed later, once the storage has written it (it comes back through the
+    /// [`ReadySink`]): a body too large for memory, on its way to disk.
+    Deferred,
+    /// Not kept.
+    Dropped,
+}
+
+/// Where a storage hands responses it holds that the index does not know of yet: those
+/// found at start-up, and bodies it wrote after [`Finished::Deferred`]. Installed by
+/// [`Storage::attach`].
+pub type ReadySink = Arc<dyn Fn(Vec<Restored>) + Send + Sync>;
+
+/// A response a storage hands to the index (through the [`ReadySink`]): its metadata as
+/// written down, and its body's handle. Its freshness is computed again from these.
+#[derive(Debug)]
+pub struct Restored {
+    /// The cache key.
+    pub key: String,
+    /// Status code.
+    pub status: u16,
+    /// End-to-end fields.
+    pub fields: Fields,
+    /// The `Vary` key it was selected by.
+    pub vary: VaryKey,
+    /// When it arrived.
+    pub response_time: SystemTime,
+    /// Its age when it arrived.
+    pub initial_age: Duration,
+    /// Where its body is.
+    pub body: Body,
+}
+
+impl Restored {
+    /// A response read back from a record's head.
+    pub(crate) fn new(key: String, head: disk::format::Head, body: Body) -> Restored {
+        Restored {
+            key,
+            status: head.status,
+            fields: head.fields,
+            vary: head.vary,
+            response_time: head.response_time,
+            initial_age: head.initial_age,
+            body,
+        }
+    }
+}
 
 /// A place bodies are kept: written once per stored response, read by hits through the
 /// [`Body`] handles it returns. See the [module docs](self) for the contract.
@@ -100,10 +164,11 @@ pub trait Storage: Send + Sync {
     /// then passes uncached.
     fn writer(&self, key: &str, announced: Option<u64>) -> Option<Writer>;
 
-    /// Takes a body already complete (in memory) for `key`: returns the handle to index,
-    /// or `None` when it cannot be kept. The default writes it through [`Storage::writer`];
-    /// a body already in this storage's own form is kept as it is.
-    fn adopt(&self, key: &str, body: Body) -> Option<Body> {
+    /// Takes a body already complete (in memory) for `key`, the body of `response`
+    /// (whose own `body` is not it): returns the handle to index, or `None` when it cannot
+    /// be kept. The default writes it through [`Storage::writer`]; a body already in this
+    /// storage's own form is kept as it is.
+    fn adopt(&self, key: &str, body: Body, response: &StoredResponse) -> Option<Body> {
         let Body::Memory(pieces) = body else {
             return Some(body);
         };
@@ -114,7 +179,10 @@ pub trait Storage: Send + Sync {
                 return None;
             }
         }
-        writer.finish()
+        match writer.finish(response) {
+            Finished::Body(body) => Some(body),
+            Finished::Deferred | Finished::Dropped => None,
+        }
     }
 
     /// The index no longer holds `body`, once stored under `key`: free it (hits already
@@ -122,13 +190,13 @@ pub trait Storage: Send + Sync {
     /// must not block.
     fn remove(&self, key: &str, body: &Body);
 
-    /// The index must make room in memory and is about to evict `body`, held in memory
-    /// under `key`: a storage that also keeps it elsewhere (a disk copy behind a memory
-    /// tier) returns that handle, and the entry stays indexed with it, charged only its
-    /// metadata. The default keeps nothing elsewhere (`None`: the entry is evicted). Called
-    /// under an index lock: it must not block.
-    fn spill(&self, key: &str, body: &Body) -> Option<Body> {
-        let _ = (key, body);
+    /// The index must make room in memory and is about to evict `response`, whose body is
+    /// held in memory under `key`: a storage that also keeps it elsewhere (a disk copy
+    /// behind a memory tier) returns that handle, and the entry stays indexed with it,
+    /// charged only its metadata. The default keeps nothing elsewhere (`None`: the entry is
+    /// evicted). Called under an index lock: it must not block.
+    fn spill(&self, key: &str, response: &StoredResponse) -> Option<Body> {
+        let _ = (key, response);
         None
     }
 
@@ -136,6 +204,24 @@ pub trait Storage: Send + Sync {
     /// own space is short, or a body is damaged). The default names none.
     fn take_evictions(&self, into: &mut Vec<String>) {
         let _ = into;
+    }
+
+    /// The largest body this storage keeps outside memory (0: none; the store's own
+    /// per-object limit applies to bodies in memory).
+    fn max_object(&self) -> u64 {
+        0
+    }
+
+    /// Installs where responses the index does not know of yet go (see [`ReadySink`]);
+    /// called once, when the store is shared. A storage that found responses at start-up
+    /// hands them over here. The default has none.
+    fn attach(&self, sink: ReadySink) {
+        let _ = sink;
+    }
+
+    /// The disk store's counters, for a storage that is one.
+    fn disk_counters(&self) -> Option<DiskCounters> {
+        None
     }
 }
 
@@ -162,12 +248,13 @@ impl Writer {
         }
     }
 
-    /// The whole body has arrived: returns its handle, or `None` if it could not be kept.
+    /// The whole body of `response` (whose own `body` is not it yet) has arrived: how it is
+    /// kept.
     #[inline]
-    pub fn finish(self) -> Option<Body> {
+    pub fn finish(self, response: &StoredResponse) -> Finished {
         match self {
-            Writer::Memory(writer) => Some(writer.finish()),
-            Writer::Storage(writer) => writer.finish(),
+            Writer::Memory(writer) => Finished::Body(writer.finish()),
+            Writer::Storage(writer) => writer.finish(response),
         }
     }
 }
@@ -179,8 +266,9 @@ pub trait BodyWriter: Send + std::fmt::Debug {
     /// is then dropped and the response passes uncached).
     fn push(&mut self, piece: Bytes) -> bool;
 
-    /// The whole body has arrived: returns its handle, or `None` if it could not be kept.
-    fn finish(self: Box<Self>) -> Option<Body>;
+    /// The whole body of `response` (its metadata: its own `body` is not this one yet) has
+    /// arrived: how it is kept.
+    fn finish(self: Box<Self>, response: &StoredResponse) -> Finished;
 }
 
 /// Every storage coldwire can keep bodies in: the one place a new storage is registered
@@ -190,6 +278,8 @@ pub enum StorageChoice {
     /// Bodies in memory, within the store's byte budget ([`MemoryStorage`]).
     #[default]
     Memory,
+    /// Bodies on disk, with memory as the hot tier in front ([`DiskStorage`]).
+    Disk(DiskConfig),
 }
 
 impl StorageChoice {
@@ -197,15 +287,19 @@ impl StorageChoice {
     pub fn name(&self) -> &'static str {
         match self {
             StorageChoice::Memory => "memory",
+            StorageChoice::Disk(_) => "disk",
         }
     }
 
     /// Opens the storage for a store of `config` (a disk store would open or recover its
     /// directory here, and fail with a message saying what to fix).
     pub fn open(&self, config: &StoreConfig) -> std::io::Result<Box<dyn Storage>> {
-        let _ = config;
         match self {
             StorageChoice::Memory => Ok(Box::new(MemoryStorage)),
+            StorageChoice::Disk(disk) => Ok(Box::new(DiskStorage::open(
+                disk.clone(),
+                config.max_object,
+            )?)),
         }
     }
 }

@@ -10,7 +10,7 @@ use coldwire_http::owned_fields::Fields;
 
 use super::{PartialStored, Store, StoredResponse};
 use crate::policy::vary::VaryKey;
-use crate::storage::{Body, MemoryWriter, Writer};
+use crate::storage::{Body, Finished, MemoryWriter, Writer};
 
 /// A response body being collected for the store while it streams to the client. It
 /// becomes a stored object only through [`Fill::finish`], called once the whole body has
@@ -105,17 +105,45 @@ impl Fill {
         response_time: SystemTime,
     ) -> bool {
         let times = (request_time, response_time);
-        let Some(body) = self.writer.and_then(|writer| writer.finish()) else {
+        let Some(writer) = self.writer else {
             return false;
         };
         if self.status == 206 {
-            let Body::Memory(pieces) = body else {
+            let Finished::Body(Body::Memory(pieces)) = writer.finish(&placeholder()) else {
                 return false;
             };
             return store.add_partial(&self.key, fields, vary, pieces, times) != PartialStored::No;
         }
-        let response =
-            StoredResponse::new_targeted(self.status, fields, body, vary, times, store.targets());
-        store.insert_kept(&self.key, Arc::new(response))
+        let mut response = StoredResponse::new_targeted(
+            self.status,
+            fields,
+            Body::default(),
+            vary,
+            times,
+            store.targets(),
+        );
+        match writer.finish(&response) {
+            Finished::Body(body) => {
+                response.body_len = body.len();
+                response.body = body;
+                store.insert_kept(&self.key, Arc::new(response))
+            }
+            // Indexed by the storage once written.
+            Finished::Deferred => true,
+            Finished::Dropped => false,
+        }
     }
+}
+
+/// The metadata handed to a memory writer's `finish` (which ignores it).
+fn placeholder() -> StoredResponse {
+    let epoch = SystemTime::UNIX_EPOCH;
+    StoredResponse::new(
+        200,
+        Fields::new(),
+        Body::default(),
+        VaryKey::default(),
+        epoch,
+        epoch,
+    )
 }

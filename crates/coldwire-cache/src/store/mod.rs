@@ -11,14 +11,14 @@
 //! - Every body the index stops holding is handed back to the storage; the keys a storage
 //!   asks to forget are dropped before the next insert.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
 use crate::fill_lock::{Claim, FillLock};
 use crate::index::{Index, OBJECT_OVERHEAD};
 use crate::policy::targeted::Targets;
-use crate::storage::{MemoryStorage, Storage};
+use crate::storage::{MemoryStorage, Restored, Storage};
 
 pub use crate::index::{Lookup, MARKER_SIZE, MAX_VARIANTS, StoreCounters};
 pub use crate::policy::hit_for_miss::{
@@ -141,11 +141,41 @@ impl Store {
         self.index.lookup(key, request)
     }
 
-    /// Whether `response` could be stored under `key`: within the per-object limit and a
-    /// shard's share of the budget.
+    /// Whether `response` could be stored under `key`: within the per-object limit (the
+    /// storage's own for a body it keeps outside memory) and a shard's share of the budget.
     fn fits(&self, key: &str, response: &StoredResponse) -> bool {
-        response.body_len <= self.max_object.load(Ordering::Relaxed)
+        let max_object = if response.body.is_in_memory() {
+            self.max_object.load(Ordering::Relaxed)
+        } else {
+            self.storage
+                .max_object()
+                .max(self.max_object.load(Ordering::Relaxed))
+        };
+        response.body_len <= max_object
             && response.size() + key.len() as u64 <= self.index.shard_capacity()
+    }
+
+    /// Shares this store with its storage: the responses the storage holds that the index
+    /// does not know of yet — found on disk at start-up, or written to disk before being
+    /// indexed — are indexed through it from now on (the ones found at start-up at once,
+    /// oldest first). Call once, after the store is put in its `Arc`.
+    pub fn attach_storage(self: &Arc<Store>) {
+        let store: Weak<Store> = Arc::downgrade(self);
+        self.storage
+            .attach(Arc::new(move |restored: Vec<Restored>| {
+                if let Some(store) = store.upgrade() {
+                    store.index_restored(restored);
+                }
+            }));
+    }
+
+    /// Indexes responses a storage kept; one that does not fit is handed back to it.
+    fn index_restored(&self, restored: Vec<Restored>) {
+        for restored in restored {
+            let key = restored.key.clone();
+            let response = StoredResponse::restored(restored, &self.targets);
+            self.insert_kept(&key, Arc::new(response));
+        }
     }
 
     /// Stores a complete response under `key`, replacing the variant with the same `Vary`
@@ -158,7 +188,7 @@ impl Store {
         }
         if response.segments.is_none() {
             let body = std::mem::take(&mut response.body);
-            let Some(body) = self.storage.adopt(key, body) else {
+            let Some(body) = self.storage.adopt(key, body, &response) else {
                 return false;
             };
             response.body = body;
@@ -263,17 +293,25 @@ impl Store {
     /// The largest body that could ever be stored under `key`: the per-object limit, or
     /// less when a shard's share of the budget (minus the key and the fixed overhead) is
     /// smaller — a tiny `--cache-bytes` stores nothing, so nothing need be collected.
+    /// A storage that keeps bodies outside memory (a disk store) raises it to its own
+    /// limit.
     pub fn body_limit(&self, key: &str) -> u64 {
         let shard_room = self
             .index
             .shard_capacity()
             .saturating_sub(OBJECT_OVERHEAD + key.len() as u64);
-        self.max_object.load(Ordering::Relaxed).min(shard_room)
+        let in_memory = self.max_object.load(Ordering::Relaxed).min(shard_room);
+        if shard_room == 0 {
+            return 0;
+        }
+        in_memory.max(self.storage.max_object())
     }
 
-    /// The counters.
+    /// The counters (with the disk store's, when bodies are kept on disk).
     pub fn counters(&self) -> StoreCounters {
-        self.index.counters()
+        let mut counters = self.index.counters();
+        counters.disk = self.storage.disk_counters();
+        counters
     }
 }
 

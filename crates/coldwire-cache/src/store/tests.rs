@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::policy::vary::VaryKey;
-use crate::storage::{Body, BodyPiece, BodyWriter, FileRange, MemoryWriter, Writer};
+use crate::storage::{Body, BodyPiece, BodyWriter, FileRange, Finished, MemoryWriter, Writer};
 use crate::test_support::{T, at, fields, no_fields, request, response};
 use bytes::Bytes;
 use std::fs::File;
@@ -174,7 +174,7 @@ impl Storage for &'static FileStorage {
         })))
     }
 
-    fn adopt(&self, key: &str, body: Body) -> Option<Body> {
+    fn adopt(&self, key: &str, body: Body, response: &StoredResponse) -> Option<Body> {
         if self.tiered {
             return Some(body);
         }
@@ -182,7 +182,10 @@ impl Storage for &'static FileStorage {
         for piece in body.memory()? {
             writer.push(piece.clone());
         }
-        writer.finish()
+        match writer.finish(response) {
+            Finished::Body(body) => Some(body),
+            _ => None,
+        }
     }
 
     fn remove(&self, key: &str, body: &Body) {
@@ -193,8 +196,8 @@ impl Storage for &'static FileStorage {
         self.removed.lock().unwrap().push(key.to_owned());
     }
 
-    fn spill(&self, _key: &str, body: &Body) -> Option<Body> {
-        let pieces = body.memory()?;
+    fn spill(&self, _key: &str, response: &StoredResponse) -> Option<Body> {
+        let pieces = response.body.memory()?;
         self.tiered.then(|| self.append(&pieces.concat()))
     }
 
@@ -209,8 +212,8 @@ impl BodyWriter for Appending<'static> {
         true
     }
 
-    fn finish(self: Box<Self>) -> Option<Body> {
-        Some(self.storage.append(&self.written))
+    fn finish(self: Box<Self>, _response: &StoredResponse) -> Finished {
+        Finished::Body(self.storage.append(&self.written))
     }
 }
 

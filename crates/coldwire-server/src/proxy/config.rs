@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use coldwire_cache::{StoreConfig, Targets};
+use coldwire_cache::{StorageChoice, StoreConfig, Targets};
 
 use super::acl::Acl;
 use super::policy::ConnectPorts;
@@ -60,6 +60,9 @@ pub struct ProxyConfig {
     pub resolver_ttl: Duration,
     /// The cache; `None` turns caching off.
     pub cache: Option<StoreConfig>,
+    /// Where the cache keeps bodies: memory (the default), or a disk store with memory as
+    /// its hot tier (`--cache-dir`; docs/disk-store.md).
+    pub storage: StorageChoice,
     /// Revalidate every hit with the origin (seed 000 §5.1: an IMS per request, the body
     /// served from the cache when the origin answers 304).
     pub revalidate_always: bool,
@@ -98,6 +101,7 @@ impl ProxyConfig {
             pool_idle_timeout: Duration::from_secs(30),
             resolver_ttl: Duration::from_secs(30),
             cache: Some(StoreConfig::default()),
+            storage: StorageChoice::Memory,
             revalidate_always: false,
             data_path: DataPath::Copy,
             splice_threshold: 16 * 1024,

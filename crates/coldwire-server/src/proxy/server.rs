@@ -28,9 +28,23 @@ impl Running<ProxyService> {
     /// Starts the proxy described by `config`.
     pub fn start(config: ProxyConfig) -> Result<RunningProxy, ServerError> {
         let targets = config.targets();
-        let store = config
-            .cache
-            .map(|store| Arc::new(Store::new(store).with_targets(targets)));
+        let store =
+            match config.cache {
+                Some(store_config) => {
+                    let storage = config.storage.open(&store_config).map_err(|source| {
+                        ServerError::Storage {
+                            storage: config.storage.name(),
+                            source,
+                        }
+                    })?;
+                    let store =
+                        Arc::new(Store::with_storage(store_config, storage).with_targets(targets));
+                    // Responses a disk store kept across a restart are indexed now.
+                    store.attach_storage();
+                    Some(store)
+                }
+                None => None,
+            };
         let config = Arc::new(config);
         Running::start_service(ProxyService {
             live: Live::new(config.clone()),

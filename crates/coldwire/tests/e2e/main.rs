@@ -21,6 +21,7 @@ mod process_lifecycle;
 mod proxy;
 mod proxy_collapse;
 mod proxy_conformance;
+mod proxy_disk;
 mod proxy_framing;
 mod proxy_smuggling;
 mod proxy_splice;

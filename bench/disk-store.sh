@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# bench/disk-store.sh: disk-cache hits per second and CPU per hit of `coldwire proxy
+# --cache-dir` against nginx proxy_cache (files, sendfile on) and Squid's rock store, each a
+# reverse proxy whose hits come from its disk store (coldwire: --max-object-bytes 4096, so
+# 8 KiB and 256 KiB bodies live on disk only and go out with sendfile; Squid: no memory
+# cache), page cache warm, in front of the same origin.
+#
+# Proxy pinned to CPU 0 (one worker / process), wrk pinned to CPU 1 (`wrk -t1
+# -c$CONNECTIONS -d${DURATION}s`), keep-alive, logs off, after the cache was filled and a
+# discarded ${WARMUP}s warm-up. CPU per hit = the proxy's utime + stime (its whole process
+# tree, /proc/PID/stat) during the run / requests. The origin sees only the fills (its
+# request count during each run is recorded); coldwire's /stats `found_on_disk` proves its
+# hits were disk hits. Contenders alternate within each round (round → object → contender,
+# each started fresh), so per-round ratios compare runs made side by side; the machine is
+# shared and noisy, so read the ratios, not the absolute numbers.
+#
+# Usage: DURATION=10 ROUNDS=3 bench/disk-store.sh
+# Environment: DURATION (s, 10), ROUNDS (3), WARMUP (s, 2), CONNECTIONS (50),
+#   CONTENDERS ("coldwire nginx squid-rock"), COLDWIRE (target/release/coldwire),
+#   PROXY_CPU (0), CLIENT_CPU (1), OUT.
+# Output: $OUT/{results.csv,hits.md,raw/}
+set -euo pipefail
+
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
+WARMUP=${WARMUP:-2}
+CONNECTIONS=${CONNECTIONS:-50}
+PROXY_CPU=${PROXY_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+read -r -a CONTENDERS <<<"${CONTENDERS:-coldwire nginx squid-rock}"
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH="$REPO/bench"
+COLDWIRE=${COLDWIRE:-$REPO/target/release/coldwire}
+OUT=${OUT:-$REPO/results/$(date +%F)-vm/disk-store}
+RAW="$OUT/raw"
+WORK=$(mktemp -d /tmp/disk-store.XXXXXX)
+chmod 777 "$WORK"
+OBJECTS=(8k 256k)
+ORIGIN_PORT=18280
+PROXY_PORT=18281
+ADMIN_PORT=18282
+TICK=$(getconf CLK_TCK)
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+for tool in wrk nginx squid taskset curl python3; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (apt-get install wrk nginx-light squid)"
+done
+[[ -x $COLDWIRE ]] || die "$COLDWIRE missing: cargo build --release -p coldwire"
+mkdir -p "$RAW"
+
+ROOT="$WORK/root"
+mkdir -p "$ROOT"
+head -c 8192 /dev/urandom >"$ROOT/8k"
+head -c 262144 /dev/urandom >"$ROOT/256k"
+# An old Last-Modified makes the objects heuristically fresh for a day everywhere.
+touch -d '2020-01-01 00:00:00' "$ROOT"/*
+taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
+    --workers 1 --access-log "$WORK/origin.log" >/dev/null 2>&1 &
+ORIGIN_PID=$!
+CONTENDER_PID=
+cleanup() {
+    [[ -n $CONTENDER_PID ]] && kill "$CONTENDER_PID" 2>/dev/null || true
+    kill "$ORIGIN_PID" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+sleep 0.5
+
+origin_requests() { [[ -f $WORK/origin.log ]] && wc -l <"$WORK/origin.log" || echo 0; }
+
+# utime + stime, in clock ticks, of a process and all its descendants.
+cpu_ticks() {
+    local total=0 pid
+    for pid in $1 $(pgrep -P "$1" 2>/dev/null) $(for child in $(pgrep -P "$1" 2>/dev/null); do pgrep -P "$child"; done); do
+        [[ -r /proc/$pid/stat ]] || continue
+        total=$((total + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")))
+    done
+    echo "$total"
+}
+
+wait_port() {
+    for _ in $(seq 1 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+start_contender() {
+    local name=$1 dir="$WORK/$1"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chmod 777 "$dir"
+    case $name in
+        coldwire)
+            taskset -c "$PROXY_CPU" "$COLDWIRE" proxy --listen "127.0.0.1:$PROXY_PORT" \
+                --reverse "http://127.0.0.1:$ORIGIN_PORT" --workers 1 \
+                --cache-dir "$dir/cache" --cache-dir-size 1GiB --cache-bytes 16777216 \
+                --max-object-bytes 4096 --admin "127.0.0.1:$ADMIN_PORT" >/dev/null 2>&1 &
+            CONTENDER_PID=$!
+            ;;
+        nginx)
+            sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@ORIGIN_PORT@|$ORIGIN_PORT|g" -e "s|@DIR@|$dir|g" \
+                "$BENCH/nginx/proxy-cache-disk.conf.in" >"$dir/nginx.conf"
+            taskset -c "$PROXY_CPU" nginx -c "$dir/nginx.conf" -p "$dir" >/dev/null 2>&1 &
+            CONTENDER_PID=$!
+            ;;
+        squid-rock)
+            sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@ORIGIN_PORT@|$ORIGIN_PORT|g" -e "s|@DIR@|$dir|g" \
+                "$BENCH/squid/squid-rock.conf.in" >"$dir/squid.conf"
+            taskset -c "$PROXY_CPU" squid -z -N -f "$dir/squid.conf" >/dev/null 2>&1 || true
+            taskset -c "$PROXY_CPU" squid -N -f "$dir/squid.conf" >/dev/null 2>&1 &
+            CONTENDER_PID=$!
+            ;;
+    esac
+    wait_port "$PROXY_PORT" || die "$name did not start (see $dir)"
+}
+
+stop_contender() {
+    kill "$CONTENDER_PID" 2>/dev/null || true
+    wait "$CONTENDER_PID" 2>/dev/null || true
+    CONTENDER_PID=
+    for _ in $(seq 1 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    [[ -f $WORK/squid-rock/squid.pid ]] && kill "$(cat "$WORK/squid-rock/squid.pid")" 2>/dev/null || true
+    sleep 1
+}
+
+echo "round,object,contender,requests_per_second,requests,cpu_seconds,cpu_us_per_hit,origin_requests_during_run,non_2xx,disk_hits" >"$OUT/results.csv"
+for round in $(seq 1 "$ROUNDS"); do
+    for object in "${OBJECTS[@]}"; do
+        for contender in "${CONTENDERS[@]}"; do
+            start_contender "$contender"
+            url="http://127.0.0.1:$PROXY_PORT/$object"
+            for _ in 1 2 3; do curl -s -o /dev/null "$url"; sleep 0.2; done
+            curl -s -D "$RAW/headers-$contender-$object.txt" -o /dev/null "$url"
+            taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" "$url" >/dev/null 2>&1
+            disk_before=0
+            [[ $contender == coldwire ]] && disk_before=$(curl -s "http://127.0.0.1:$ADMIN_PORT/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["found_on_disk"])')
+            before=$(origin_requests)
+            cpu_before=$(cpu_ticks "$CONTENDER_PID")
+            raw="$RAW/wrk-$round-$object-$contender.txt"
+            taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url" >"$raw" 2>&1
+            cpu_after=$(cpu_ticks "$CONTENDER_PID")
+            after=$(origin_requests)
+            disk_hits=-
+            [[ $contender == coldwire ]] && disk_hits=$(( $(curl -s "http://127.0.0.1:$ADMIN_PORT/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["found_on_disk"])') - disk_before ))
+            rps=$(awk '/^Requests\/sec:/ {print $2}' "$raw")
+            requests=$(awk '/requests in/ {print $1}' "$raw")
+            non2xx=$(awk '/Non-2xx/ {print $5}' "$raw")
+            cpu=$(python3 -c "print(($cpu_after - $cpu_before) / $TICK)")
+            per_hit=$(python3 -c "print(round(1e6 * $cpu / max(1, ${requests:-0}), 2))")
+            echo "$round,$object,$contender,${rps:-0},${requests:-0},$cpu,$per_hit,$((after - before)),${non2xx:-0},$disk_hits" >>"$OUT/results.csv"
+            log "round $round $object $contender: ${rps:-?} req/s, $per_hit us CPU/hit (origin saw $((after - before)), disk hits $disk_hits)"
+            stop_contender
+        done
+    done
+done
+
+python3 - "$OUT/results.csv" "$DURATION" "$ROUNDS" "$CONNECTIONS" >"$OUT/hits.md" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+objects = list(dict.fromkeys(r["object"] for r in rows))
+contenders = list(dict.fromkeys(r["contender"] for r in rows))
+peers = [c for c in contenders if c != "coldwire"]
+def table(field, label, higher_better):
+    values = {}
+    for r in rows:
+        values.setdefault((r["object"], r["contender"]), {})[r["round"]] = float(r[field])
+    print(f"### {label}\n")
+    print("| object | " + " | ".join(contenders) + " | " + " | ".join(f"coldwire / {c}" for c in peers) + " |")
+    print("|---" * (1 + len(contenders) + len(peers)) + "|")
+    for o in objects:
+        cells = [f"{statistics.median(values[(o, c)].values()):,.1f}" if (o, c) in values else "-" for c in contenders]
+        ratios = []
+        for c in peers:
+            mine, theirs = values.get((o, "coldwire"), {}), values.get((o, c), {})
+            per_round = [mine[k] / v for k, v in theirs.items() if v > 0 and k in mine]
+            ratios.append(f"{statistics.median(per_round):.2f}x" if per_round else "-")
+        print(f"| {o} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    print()
+print("# Disk-cache hits: coldwire proxy --cache-dir vs nginx proxy_cache vs Squid rock\n")
+print(f"wrk -t1 -c{sys.argv[4]} -d{sys.argv[2]}s, {sys.argv[3]} rounds, one proxy core (CPU 0), page cache warm.")
+print("Medians over rounds; ratios are medians of per-round ratios (runs side by side).\n")
+table("requests_per_second", "Hits per second (higher is better)", True)
+table("cpu_us_per_hit", "CPU microseconds per hit (lower is better; ratio < 1 means coldwire uses less)", False)
+origin = sum(int(r["origin_requests_during_run"]) for r in rows)
+errors = sum(int(r["non_2xx"] or 0) for r in rows)
+disk = [r for r in rows if r["contender"] == "coldwire"]
+print(f"Origin requests during all measured runs: {origin} (0: every measured request was a hit); non-2xx: {errors}.")
+print("coldwire disk hits (/stats found_on_disk) per run vs requests: " + ", ".join(f"{r['disk_hits']}/{r['requests']}" for r in disk) + ".")
+PY
+cat "$OUT/hits.md"
+log "results in $OUT"
