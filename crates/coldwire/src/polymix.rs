@@ -293,18 +293,20 @@ pub fn run(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<()> 
         interrupted: stop.load(Ordering::Relaxed),
     };
     print!("{}", coldwire_bench::population::summary::format(&report));
-    let json = arguments.json.clone().or_else(|| {
-        arguments
-            .quick
-            .then(|| std::env::temp_dir().join(format!("coldwire-polymix-{}.json", started as u64)))
-    });
-    write_json(&report, json.as_deref())
+    // No JSON unless asked (`--json FILE`, `-` for stdout), as the bench's other modes.
+    write_json(&report, arguments.json.as_deref())
 }
 
 fn write_json(report: &BenchReport, json: Option<&std::path::Path>) -> anyhow::Result<()> {
     let Some(path) = json else {
         return Ok(());
     };
+    if path.as_os_str() == "-" {
+        let mut stdout = std::io::stdout().lock();
+        let _ = serde_json::to_writer_pretty(&mut stdout, report);
+        let _ = std::io::Write::write_all(&mut stdout, b"\n");
+        return Ok(());
+    }
     let file = std::fs::File::create(path).with_context(|| {
         format!(
             "cannot write {} — check the directory exists and is writable",
