@@ -48,6 +48,8 @@ pub struct Seated<C> {
     pub seat: WorkerSeat,
     /// The service's configuration.
     pub config: Arc<C>,
+    /// Where a reloaded configuration comes from (taken at the next loop turn).
+    pub live: super::LiveView<C>,
 }
 
 /// A service the runtime can run: the origin server, the proxy, next the WAN relay.
