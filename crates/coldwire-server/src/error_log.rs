@@ -15,6 +15,9 @@
 //! each error word and, when the second is over, writes one summary line per word:
 //! `[warn] suppressed 4211 similar lines (connection_refused) in the last second`, so a
 //! flood cannot fill the disk.
+//!
+//! A reload (SIGHUP) changes the level, the rate and the file's path of a running log
+//! ([`ErrorLog::reconfigure`]); every worker's handle sees the change at its next line.
 
 use std::collections::BTreeMap;
 use std::fmt::Arguments;
@@ -23,7 +26,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -45,6 +48,8 @@ pub enum Level {
 }
 
 impl Level {
+    const ALL: [Level; 4] = [Level::Error, Level::Warn, Level::Info, Level::Debug];
+
     /// The level's name (`error`, `warn`, `info`, `debug`).
     pub fn name(self) -> &'static str {
         match self {
@@ -60,7 +65,7 @@ impl FromStr for Level {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Level, String> {
-        [Level::Error, Level::Warn, Level::Info, Level::Debug]
+        Level::ALL
             .into_iter()
             .find(|level| level.name() == text)
             .ok_or_else(|| {
@@ -101,7 +106,12 @@ struct Line {
 #[derive(Clone)]
 pub struct ErrorLog {
     sender: Option<SyncSender<Line>>,
-    level: Level,
+    /// The level, as its index in `Level::ALL` (shared: a reload changes it).
+    level: Arc<AtomicU8>,
+    /// Lines a second at most (shared with the writer).
+    max_per_second: Arc<AtomicU32>,
+    /// The file written, when not stderr (a reload may move it).
+    file: Option<Arc<File>>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -110,7 +120,9 @@ impl ErrorLog {
     pub fn disabled() -> ErrorLog {
         ErrorLog {
             sender: None,
-            level: Level::Error,
+            level: Arc::new(AtomicU8::new(Level::Error as u8)),
+            max_per_second: Arc::new(AtomicU32::new(1)),
+            file: None,
             dropped: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -118,15 +130,20 @@ impl ErrorLog {
     /// Opens the log (the file appended to, created if missing, reopened by SIGUSR1 through
     /// [`crate::log_files`]) and starts its writer.
     pub fn open(config: &ErrorLogConfig) -> io::Result<ErrorLog> {
-        let output = match &config.path {
-            Some(path) => Output::File(crate::log_files::open(path)?),
+        let file = match &config.path {
+            Some(path) => Some(crate::log_files::open(path)?),
+            None => None,
+        };
+        let output = match &file {
+            Some(file) => Output::File(file.clone()),
             None => Output::Stderr,
         };
         let (sender, receiver) = sync_channel(QUEUE_LINES);
         let dropped = Arc::new(AtomicU64::new(0));
+        let max_per_second = Arc::new(AtomicU32::new(config.max_per_second.max(1)));
         let writer = Writer {
             output,
-            max_per_second: config.max_per_second.max(1),
+            max_per_second: max_per_second.clone(),
             dropped: dropped.clone(),
         };
         std::thread::Builder::new()
@@ -134,14 +151,45 @@ impl ErrorLog {
             .spawn(move || writer.run(&receiver))?;
         Ok(ErrorLog {
             sender: Some(sender),
-            level: config.level,
+            level: Arc::new(AtomicU8::new(config.level as u8)),
+            max_per_second,
+            file,
             dropped,
         })
     }
 
+    /// A reload from `old` to `new`: the level and the rate change at once, a new file
+    /// path takes the log there ([`crate::log_files::move_to`]). Moving between stderr and
+    /// a file is not done here ([`crate::RuntimeConfig::keep_fixed`] keeps it).
+    pub fn reconfigure(&self, old: &ErrorLogConfig, new: &ErrorLogConfig) -> io::Result<()> {
+        if let (Some(file), Some(path)) = (&self.file, &new.path)
+            && old.path.as_ref() != Some(path)
+        {
+            crate::log_files::move_to(file, path)?;
+        }
+        self.level.store(new.level as u8, Ordering::Relaxed);
+        self.max_per_second
+            .store(new.max_per_second.max(1), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A handle that writes nothing but reconfigures this log ([`ErrorLog::reconfigure`]):
+    /// holding it does not keep the writer running once the workers' handles are gone.
+    pub fn control(&self) -> ErrorLog {
+        ErrorLog {
+            sender: None,
+            ..self.clone()
+        }
+    }
+
+    /// The level now in force.
+    pub fn level(&self) -> Level {
+        Level::ALL[usize::from(self.level.load(Ordering::Relaxed)).min(Level::ALL.len() - 1)]
+    }
+
     /// Whether lines of `level` are written (callers skip building them otherwise).
     pub fn enabled(&self, level: Level) -> bool {
-        self.sender.is_some() && level <= self.level
+        self.sender.is_some() && level <= self.level()
     }
 
     /// Queues one line about `subject` (an error word); never blocks.
@@ -180,7 +228,7 @@ impl Output {
 
 struct Writer {
     output: Output,
-    max_per_second: u32,
+    max_per_second: Arc<AtomicU32>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -197,7 +245,7 @@ impl Writer {
                 written = 0;
             }
             match received {
-                Ok(line) if written < self.max_per_second => {
+                Ok(line) if written < self.max_per_second.load(Ordering::Relaxed) => {
                     written += 1;
                     let text = format!(
                         "{} [{}] {}: {}\n",
@@ -225,7 +273,7 @@ impl Writer {
             let text = format!(
                 "{now} [warn] suppressed {count} similar lines ({subject}) in the last second \
                  (at most {} lines a second)\n",
-                self.max_per_second
+                self.max_per_second.load(Ordering::Relaxed)
             );
             self.output.write_line(&text);
         }
@@ -274,6 +322,38 @@ mod tests {
         assert!("loud".parse::<Level>().unwrap_err().contains("error, warn"));
         let log = ErrorLog::disabled();
         assert!(!log.enabled(Level::Error));
+    }
+
+    #[test]
+    fn a_reload_changes_the_level_and_moves_the_file() {
+        let directory =
+            std::env::temp_dir().join(format!("coldwire-error-log-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let (first, second) = (directory.join("first.log"), directory.join("second.log"));
+        let old = ErrorLogConfig {
+            path: Some(first.clone()),
+            level: Level::Error,
+            max_per_second: 100,
+        };
+        let log = ErrorLog::open(&old).unwrap();
+        let worker = log.clone();
+        assert!(!worker.enabled(Level::Info));
+        let new = ErrorLogConfig {
+            path: Some(second.clone()),
+            level: Level::Info,
+            ..old.clone()
+        };
+        log.reconfigure(&old, &new).unwrap();
+        assert!(
+            worker.enabled(Level::Info),
+            "every handle sees the new level"
+        );
+        assert!(!worker.enabled(Level::Debug));
+        worker.log(Level::Info, "http_request_error", format_args!("after"));
+        drop((log, worker));
+        let text = read_when(&second, |text| text.contains("after"));
+        let _ = std::fs::remove_dir_all(&directory);
+        assert!(text.contains("[info] http_request_error: after"), "{text}");
     }
 
     #[test]

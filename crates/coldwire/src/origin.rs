@@ -1,6 +1,8 @@
 //! `coldwire origin`: builds a [`SimulatorConfig`] from the flags, starts the origin
-//! simulator, prints where it listens (stdout, for scripts), and stops it on SIGINT or
-//! SIGTERM. With `--trace FILE` it serves the objects of an access log instead.
+//! simulator, prints where it listens (stdout, for scripts), reloads its configuration
+//! file on SIGHUP (the think time and timeouts change live, the objects do not), and stops
+//! it on SIGINT or SIGTERM. With `--trace FILE` it serves the objects of an access log
+//! instead.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -84,9 +86,40 @@ fn config(arguments: OriginArgs) -> anyhow::Result<SimulatorConfig> {
     Ok(config)
 }
 
+/// The `--trace` the simulator started with: a reload does not read the file again.
+struct StartedTrace {
+    path: Option<PathBuf>,
+    format: Option<TraceFormat>,
+    catalogue: Option<Arc<Catalogue>>,
+}
+
+/// The configuration a reload asks for, and the settings it wanted changed that are kept
+/// here (the trace, which is not read again); the server keeps and names the others.
+fn reload_config(
+    mut arguments: OriginArgs,
+    started: &StartedTrace,
+) -> anyhow::Result<(SimulatorConfig, Vec<&'static str>)> {
+    let mut kept = Vec::new();
+    if arguments.trace != started.path || arguments.trace_format != started.format {
+        kept.push("--trace");
+    }
+    arguments.trace = None;
+    arguments.trace_format = None;
+    let mut config = config(arguments)?;
+    config.trace = started.catalogue.clone();
+    Ok((config, kept))
+}
+
 /// Runs the simulator until a termination signal.
 pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
+    let trace_path = arguments.trace.clone();
+    let trace_format = arguments.trace_format;
     let config = config(arguments).map_err(crate::exit_status::usage)?;
+    let started = StartedTrace {
+        path: trace_path,
+        format: trace_format,
+        catalogue: config.trace.clone(),
+    };
     let objects = match &config.trace {
         Some(catalogue) => format!(
             "{} trace objects, {:.1} MB in all",
@@ -107,11 +140,21 @@ pub fn run(arguments: OriginArgs) -> anyhow::Result<()> {
         coldwire_server::outln!("stats on http://{admin}/stats");
     }
     let stop = origin.stop_handle();
+    let reloader = origin.reload_handle();
     system::take_signals(system::SignalActions {
         program: "coldwire origin",
         message: "finishing answers",
         stop: Box::new(move || stop.stop()),
-        reload: None,
+        reload: Some(Box::new(move || {
+            crate::reload::reload("coldwire origin", |command| match command {
+                crate::cli::Command::Origin(arguments) => {
+                    let (config, mut kept) = reload_config(arguments, &started)?;
+                    kept.extend(reloader.reload(config)?);
+                    Ok(kept)
+                }
+                _ => anyhow::bail!("the command line is no longer `coldwire origin`"),
+            })
+        })),
         upgrade: Some(crate::reload::upgrade_action(
             "coldwire origin",
             origin.upgrade_handle(),

@@ -1,5 +1,5 @@
-//! The lifecycle signals' actions in the binary. SIGHUP for the servers that reload
-//! (`serve`, `proxy`): read the configuration file again under the same command line
+//! The lifecycle signals' actions in the binary. SIGHUP for every server (`serve`,
+//! `proxy`, `wan`, `origin`): read the configuration file again under the same command line
 //! ([`crate::config_file::reparse`]), build the new configuration as at start, hand it to
 //! the running server, and say on stderr what changed live and what was kept (needs a
 //! restart). A bad file changes nothing: the server runs on as it was and says why.

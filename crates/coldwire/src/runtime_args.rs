@@ -24,7 +24,7 @@ pub use crate::values::{parse_duration, parse_listen};
 pub struct RuntimeArgs {
     /// Read flags from this TOML file, from its table for this subcommand (`[serve]`,
     /// `[proxy]`, `[wan]`, `[origin]`): each key is a long flag name (docs/operations.md);
-    /// flags on the command line win. SIGHUP reads it again (serve, proxy).
+    /// flags on the command line win. SIGHUP reads it again (every server).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address to listen on: HOST:PORT, or PORT / :PORT for every interface (port 0 picks a

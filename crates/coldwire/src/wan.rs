@@ -1,5 +1,6 @@
 //! `coldwire wan`: builds a [`WanConfig`] from the flags, starts the WAN relay, prints where
-//! it listens (stdout, for scripts), and stops it on SIGINT or SIGTERM.
+//! it listens (stdout, for scripts), reloads its configuration file on SIGHUP (the path
+//! model changes live), and stops it on SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -108,11 +109,19 @@ pub fn run(arguments: WanArgs) -> anyhow::Result<()> {
         coldwire_server::outln!("stats on http://{admin}/stats");
     }
     let stop = relay.stop_handle();
+    let reloader = relay.reload_handle();
     system::take_signals(system::SignalActions {
         program: "coldwire wan",
         message: "closing relayed connections",
         stop: Box::new(move || stop.stop()),
-        reload: None,
+        reload: Some(Box::new(move || {
+            crate::reload::reload("coldwire wan", |command| match command {
+                crate::cli::Command::Wan(arguments) => {
+                    Ok(reloader.reload(self::config(arguments)?)?)
+                }
+                _ => anyhow::bail!("the command line is no longer `coldwire wan`"),
+            })
+        })),
         upgrade: Some(crate::reload::upgrade_action(
             "coldwire wan",
             relay.upgrade_handle(),

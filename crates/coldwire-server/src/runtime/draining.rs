@@ -27,6 +27,11 @@ impl Draining {
         }
     }
 
+    /// A new grace period (a reload), for a drain that has not started yet.
+    pub fn set_grace(&mut self, grace: Duration) {
+        self.grace = grace;
+    }
+
     /// Whether new connections are still taken (not draining).
     pub fn accepting(&self) -> bool {
         self.listener.is_some()

@@ -2,8 +2,9 @@
 //! runs (a reload on SIGHUP). Each worker holds the `Arc` of the configuration it works
 //! with and, once per loop turn, asks its [`LiveView`] whether a newer one was published
 //! (one relaxed atomic load); requests already under way finish as they started.
-//! What cannot change while running (the listening address, the backend, the workers)
-//! is kept as it was by [`RuntimeConfig::keep_fixed`], which names it.
+//! What cannot change while running (the listening address, the backend, the workers, the
+//! access log's format, the stats log) is kept as it was by
+//! [`RuntimeConfig::keep_fixed`], which names it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -91,9 +92,16 @@ impl RuntimeConfig {
         keep!(backlog, "backlog");
         keep!(max_connections, "--max-connections");
         keep!(limits.max_head_bytes, "--max-head-bytes");
+        keep!(access_log_format, "--access-log-format");
+        keep!(stats_log, "--stats-log");
+        keep!(stats_interval, "--stats-interval");
         if new.access_log.is_some() != self.access_log.is_some() {
             new.access_log = self.access_log.clone();
             kept.push("--access-log (turning it on or off)");
+        }
+        if new.error_log.path.is_some() != self.error_log.path.is_some() {
+            new.error_log.path = self.error_log.path.clone();
+            kept.push("--error-log (between stderr and a file)");
         }
         kept
     }
@@ -123,8 +131,21 @@ mod tests {
         new.listen = "127.0.0.1:9090".parse().unwrap();
         new.workers = old.workers + 1;
         new.idle_timeout = Duration::from_secs(5);
+        new.stats_interval = Duration::from_secs(7);
+        new.error_log.path = Some("/var/log/coldwire/error.log".into());
+        new.error_log.level = crate::error_log::Level::Debug;
         let kept = old.keep_fixed(&mut new);
-        assert_eq!(kept, ["--listen", "--workers"]);
+        assert_eq!(
+            kept,
+            [
+                "--listen",
+                "--workers",
+                "--stats-interval",
+                "--error-log (between stderr and a file)"
+            ]
+        );
+        assert_eq!(new.error_log.path, None);
+        assert_eq!(new.error_log.level, crate::error_log::Level::Debug);
         assert_eq!(new.listen, old.listen);
         assert_eq!(new.workers, old.workers);
         assert_eq!(new.idle_timeout, Duration::from_secs(5));

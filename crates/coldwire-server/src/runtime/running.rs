@@ -48,6 +48,8 @@ pub struct Seated<C> {
     pub seat: WorkerSeat,
     /// The service's configuration.
     pub config: Arc<C>,
+    /// Where a reloaded configuration comes from (taken at the next loop turn).
+    pub live: super::LiveView<C>,
 }
 
 /// A service the runtime can run: the origin server, the proxy, next the WAN relay.
@@ -90,6 +92,8 @@ pub struct Running<S: Service> {
     admin: Option<JoinHandle<()>>,
     stats: Arc<Stats>,
     access_log: Option<Arc<File>>,
+    /// The error log's control handle (a reload reconfigures it; it writes nothing).
+    error_log: ErrorLog,
     /// Copies of the listening sockets, for a binary upgrade (closed by the stop).
     kept: KeptSockets,
     stats_log: Option<StatsLog>,
@@ -127,6 +131,7 @@ impl StopHandle {
 pub struct ReloadHandle<S> {
     service: Arc<S>,
     access_log: Option<Arc<File>>,
+    error_log: ErrorLog,
     wakers: Vec<Waker>,
 }
 
@@ -135,6 +140,7 @@ impl<S> Clone for ReloadHandle<S> {
         ReloadHandle {
             service: self.service.clone(),
             access_log: self.access_log.clone(),
+            error_log: self.error_log.clone(),
             wakers: self.wakers.clone(),
         }
     }
@@ -148,7 +154,8 @@ impl<S: Service> ReloadHandle<S> {
 
     /// For a reload: what of `new` cannot change while running is put back to `old`
     /// ([`RuntimeConfig::keep_fixed`]) and named; a new access-log path takes effect now
-    /// (the workers' log moves there). Then publish the service's configuration and call
+    /// (the workers' log moves there), and so do the error log's level, rate and path
+    /// ([`ErrorLog::reconfigure`]). Then publish the service's configuration and call
     /// [`ReloadHandle::wake`].
     pub fn reload_runtime(
         &self,
@@ -164,6 +171,16 @@ impl<S: Service> ReloadHandle<S> {
                 source,
             })?;
         }
+        self.error_log
+            .reconfigure(&old.error_log, &new.error_log)
+            .map_err(|source| ServerError::ErrorLog {
+                path: new
+                    .error_log
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| "stderr".into()),
+                source,
+            })?;
         Ok(kept)
     }
 
@@ -269,6 +286,7 @@ impl<S: Service> Running<S> {
             admin,
             stats,
             access_log,
+            error_log: error_log.control(),
             kept: Arc::new(Mutex::new(Some(kept))),
             stats_log,
         })
@@ -304,6 +322,7 @@ impl<S: Service> Running<S> {
         ReloadHandle {
             service: self.service.clone(),
             access_log: self.access_log.clone(),
+            error_log: self.error_log.clone(),
             wakers: self.wakers.clone(),
         }
     }

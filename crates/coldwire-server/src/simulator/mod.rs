@@ -21,7 +21,7 @@ use coldwire_workload::ContentMix;
 use coldwire_workload::trace::Catalogue;
 
 use crate::error::ServerError;
-use crate::runtime::{Running, RuntimeConfig, Service, WorkerSeat};
+use crate::runtime::{Live, ReloadHandle, Running, RuntimeConfig, Service, WorkerSeat};
 use crate::spawn::WorkerLoop;
 pub use answer::object_id;
 pub use trace_answer::TRACE_MAX_AGE;
@@ -82,6 +82,7 @@ impl SimulatorConfig {
 /// The origin simulator, ready to run.
 pub struct SimulatorService {
     config: Arc<SimulatorConfig>,
+    live: Arc<Live<SimulatorConfig>>,
 }
 
 /// A started origin simulator.
@@ -90,9 +91,44 @@ pub type RunningSimulator = Running<SimulatorService>;
 impl Running<SimulatorService> {
     /// Starts the simulator described by `config`.
     pub fn start(config: SimulatorConfig) -> Result<RunningSimulator, ServerError> {
+        let config = Arc::new(config);
         Running::start_service(SimulatorService {
-            config: Arc::new(config),
+            live: Live::new(config.clone()),
+            config,
         })
+    }
+}
+
+impl ReloadHandle<SimulatorService> {
+    /// Reloads the configuration while running (SIGHUP): the think time, the timeouts and
+    /// request limits, the shutdown grace take effect for the requests parsed from now (an
+    /// answer already held in its think time keeps its due time); what cannot change live
+    /// — the runtime's fixed settings ([`RuntimeConfig::keep_fixed`]) and the objects
+    /// served (mix, trace, seed: the robots must see the same objects throughout) — is
+    /// kept as it was and named in the result.
+    pub fn reload(&self, mut new: SimulatorConfig) -> Result<Vec<&'static str>, ServerError> {
+        let old = self.service().live.current();
+        let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
+        if new.mix != old.mix {
+            new.mix = old.mix.clone();
+            kept.push("--mix");
+        }
+        let same_trace = match (&new.trace, &old.trace) {
+            (Some(new), Some(old)) => Arc::ptr_eq(new, old),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_trace {
+            new.trace = old.trace.clone();
+            kept.push("--trace");
+        }
+        if new.seed != old.seed {
+            new.seed = old.seed;
+            kept.push("--seed");
+        }
+        self.service().live.replace(new);
+        self.wake();
+        Ok(kept)
     }
 }
 
@@ -115,6 +151,7 @@ impl Service for SimulatorService {
         SimulatorWorkerContext {
             seat,
             config: self.config.clone(),
+            live: self.live.view(),
         }
     }
 }

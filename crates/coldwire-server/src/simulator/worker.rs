@@ -26,7 +26,7 @@ use coldwire_workload::draws::Sequence;
 use super::SimulatorConfig;
 use super::answer::{Answer, answer};
 use super::trace_answer::trace_answer;
-use crate::runtime::{Draining, Seated};
+use crate::runtime::{Draining, LiveView, Seated};
 use crate::session::append_input;
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
@@ -55,6 +55,7 @@ struct Connection {
 struct Simulator<D: Driver> {
     driver: D,
     config: Arc<SimulatorConfig>,
+    live: LiveView<SimulatorConfig>,
     connections: Vec<Option<Connection>>,
     think: Sequence,
     date: DateCache,
@@ -77,6 +78,7 @@ pub fn run_simulator_worker<D: Driver>(
         driver,
         think: Sequence::new(context.config.seed ^ (seat.index as u64 + 1) << 32),
         config: context.config,
+        live: context.live,
         connections: Vec::new(),
         date: DateCache::new(SystemTime::now()),
         counters: RequestCounters::default(),
@@ -93,6 +95,11 @@ impl<D: Driver> Simulator<D> {
         loop {
             let timeout = self.draining.timeout(self.driver.now());
             self.driver.wait(timeout)?;
+            if let Some(config) = self.live.changed() {
+                // A reload: requests parsed from now get its think time and limits.
+                self.draining.set_grace(config.runtime.shutdown_grace);
+                self.config = config;
+            }
             self.date.update(SystemTime::now());
             while let Some(completion) = self.driver.next_completion() {
                 self.handle(completion);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use coldwire_io::{Driver, DriverConfig};
 
 use crate::error::ServerError;
-use crate::runtime::{Running, RuntimeConfig, Service, WorkerSeat};
+use crate::runtime::{Live, ReloadHandle, Running, RuntimeConfig, Service, WorkerSeat};
 use crate::spawn::WorkerLoop;
 pub use path::PathModel;
 use relay::{RelayWorkerContext, run_relay_worker};
@@ -64,6 +64,7 @@ impl WanConfig {
 /// The WAN relay, ready to run.
 pub struct WanService {
     config: Arc<WanConfig>,
+    live: Arc<Live<WanConfig>>,
 }
 
 /// A started relay.
@@ -72,9 +73,36 @@ pub type RunningRelay = Running<WanService>;
 impl Running<WanService> {
     /// Starts the relay described by `config`.
     pub fn start(config: WanConfig) -> Result<RunningRelay, ServerError> {
+        let config = Arc::new(config);
         Running::start_service(WanService {
-            config: Arc::new(config),
+            live: Live::new(config.clone()),
+            config,
         })
+    }
+}
+
+impl ReloadHandle<WanService> {
+    /// Reloads the configuration while running (SIGHUP): the path model of each direction
+    /// (delay, jitter, bandwidth, loss), the aggregate bandwidth, the queue limit and the
+    /// shutdown grace take effect at once — for new connections, and for the bytes that
+    /// existing connections send from now (bytes already held keep their due time, and
+    /// none overtakes them); what cannot change live — the runtime's fixed settings
+    /// ([`RuntimeConfig::keep_fixed`]), the destination (`--to`) and the draws' seed — is
+    /// kept as it was and named in the result.
+    pub fn reload(&self, mut new: WanConfig) -> Result<Vec<&'static str>, ServerError> {
+        let old = self.service().live.current();
+        let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
+        if new.to != old.to {
+            new.to = old.to;
+            kept.push("--to");
+        }
+        if new.seed != old.seed {
+            new.seed = old.seed;
+            kept.push("--seed");
+        }
+        self.service().live.replace(new);
+        self.wake();
+        Ok(kept)
     }
 }
 
@@ -98,6 +126,7 @@ impl Service for WanService {
         RelayWorkerContext {
             seat,
             config: self.config.clone(),
+            live: self.live.view(),
         }
     }
 }

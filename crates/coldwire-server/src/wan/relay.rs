@@ -8,6 +8,9 @@
 //!   (FIN) leaves after the last byte before it; a reset closes both sides at once.
 //! - Timers: a connection's single driver timer is armed only while bytes (or a FIN, or the
 //!   delayed connect) are due *to* it, so an idle relayed connection costs no timer work.
+//! - A reload (SIGHUP) replaces the configuration between two loop turns: bytes received
+//!   from then on are scheduled on the new path model, on every connection; bytes already
+//!   held keep their due time, and later bytes never leave before them.
 //! - Back-pressure instead of loss: a direction holding more than `--queue` bytes (its
 //!   queue plus what the driver has not written) stops reading its source until it drains.
 
@@ -20,7 +23,7 @@ use coldwire_io::{Chunk, Completion, ConnectionId, Driver};
 
 use super::WanConfig;
 use super::path::{Draws, PathState, SharedLink};
-use crate::runtime::{Draining, Seated};
+use crate::runtime::{Draining, LiveView, Seated};
 use crate::stats::{RequestCounters, Stats, WorkerSnapshot};
 
 /// What a relay worker starts from: its seat and the relay's configuration.
@@ -74,6 +77,7 @@ enum Side {
 struct Relay<D: Driver> {
     driver: D,
     config: Arc<WanConfig>,
+    live: LiveView<WanConfig>,
     slots: Vec<Option<Slot>>,
     up_link: SharedLink,
     down_link: SharedLink,
@@ -102,6 +106,7 @@ pub fn run_relay_worker<D: Driver>(mut driver: D, context: RelayWorkerContext) -
         draining: Draining::new(seat.stop, config.runtime.shutdown_grace, listener),
         open: 0,
         config,
+        live: context.live,
     };
     relay.run()
 }
@@ -111,6 +116,13 @@ impl<D: Driver> Relay<D> {
         loop {
             let timeout = self.draining.timeout(self.driver.now());
             self.driver.wait(timeout)?;
+            if let Some(config) = self.live.changed() {
+                // A reload: what is received from now is scheduled on the new paths.
+                self.up_link.bits_per_second = config.aggregate_bits_per_second;
+                self.down_link.bits_per_second = config.aggregate_bits_per_second;
+                self.draining.set_grace(config.runtime.shutdown_grace);
+                self.config = config;
+            }
             while let Some(completion) = self.driver.next_completion() {
                 self.handle(completion);
             }

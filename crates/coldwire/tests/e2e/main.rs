@@ -25,6 +25,7 @@ mod proxy_disk;
 mod proxy_framing;
 mod proxy_smuggling;
 mod proxy_splice;
+mod reload_wan_origin;
 mod replay;
 mod report;
 mod serve;

@@ -15,7 +15,7 @@ use coldwire_testkit::coldwire;
 use coldwire_testkit::response::{Response, read_response};
 
 /// A started `coldwire` and the address of its first `http://` stdout line.
-fn start(args: &[&str], environment: &[(&str, &Path)]) -> (Process, SocketAddr) {
+pub(super) fn start(args: &[&str], environment: &[(&str, &Path)]) -> (Process, SocketAddr) {
     let mut launch = coldwire(args).stderr(Stderr::Keep(200));
     for (key, value) in environment {
         launch = launch.env(key, value);
@@ -60,7 +60,7 @@ fn docs_root() -> String {
     format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn stop(mut process: Process) {
+pub(super) fn stop(mut process: Process) {
     process.signal(libc::SIGTERM).unwrap();
     let status = process.wait_exit(Duration::from_secs(15));
     assert!(status.is_some_and(|status| status.success()), "{status:?}");
