@@ -125,6 +125,12 @@ pub struct CacheReport {
     pub hit_for_miss_keys: u64,
     /// Misses sent to the origin at once because their key was marked hit-for-miss.
     pub hit_for_miss: u64,
+    /// Hits whose body was in memory.
+    pub hits_in_memory: u64,
+    /// Hits whose body was read from the disk store (`--cache-dir`).
+    pub hits_on_disk: u64,
+    /// The disk store's own counters (`null` without `--cache-dir`; docs/disk-store.md).
+    pub disk: Option<coldwire_cache::DiskCounters>,
 }
 
 impl From<StoreCounters> for CacheReport {
@@ -138,6 +144,9 @@ impl From<StoreCounters> for CacheReport {
             objects: counters.objects,
             hit_for_miss_keys: counters.hit_for_miss_keys,
             hit_for_miss: counters.hit_for_miss,
+            hits_in_memory: counters.found_in_memory,
+            hits_on_disk: counters.found_on_disk,
+            disk: counters.disk,
         }
     }
 }

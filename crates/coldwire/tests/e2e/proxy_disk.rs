@@ -193,7 +193,7 @@ fn disk_cache_keeps_objects_across_a_restart(backend: &str) {
     assert!(body == object_bytes(&paths[0]));
     let stats = proxy.stats();
     assert!(
-        stats["cache"]["found_on_disk"].as_u64() >= Some(6),
+        stats["cache"]["hits_on_disk"].as_u64() >= Some(6),
         "{stats}"
     );
 }
