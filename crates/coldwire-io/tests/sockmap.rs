@@ -36,12 +36,19 @@ fn topology() -> Topology {
 
 fn pattern(length: usize, seed: u8) -> Vec<u8> {
     (0..length)
-        .map(|index| (index as u64).wrapping_mul(2654435761).wrapping_add(u64::from(seed)) as u8 ^ (index >> 13) as u8)
+        .map(|index| {
+            (index as u64)
+                .wrapping_mul(2654435761)
+                .wrapping_add(u64::from(seed)) as u8
+                ^ (index >> 13) as u8
+        })
         .collect()
 }
 
 fn sha256(bytes: &[u8]) -> Vec<u8> {
-    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().to_vec()
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .to_vec()
 }
 
 /// Writes `bytes` then closes the write side; returns everything read until end of stream.
@@ -70,7 +77,11 @@ fn forward_ends(sockmap: &Sockmap, pair: &SplicedPair, proxy: &[TcpStream; 2], e
         let mut descriptors: Vec<libc::pollfd> = (0..2)
             .map(|side| libc::pollfd {
                 fd: proxy[side].as_raw_fd(),
-                events: if ended[side] { 0 } else { libc::POLLIN | libc::POLLRDHUP },
+                events: if ended[side] {
+                    0
+                } else {
+                    libc::POLLIN | libc::POLLRDHUP
+                },
                 revents: 0,
             })
             .collect();
@@ -83,12 +94,20 @@ fn forward_ends(sockmap: &Sockmap, pair: &SplicedPair, proxy: &[TcpStream; 2], e
             let mut probe_byte = [0u8; 1];
             // SAFETY: one writable byte.
             let peeked = unsafe {
-                libc::recv(proxy[side].as_raw_fd(), probe_byte.as_mut_ptr().cast(), 1, libc::MSG_DONTWAIT | libc::MSG_PEEK)
+                libc::recv(
+                    proxy[side].as_raw_fd(),
+                    probe_byte.as_mut_ptr().cast(),
+                    1,
+                    libc::MSG_DONTWAIT | libc::MSG_PEEK,
+                )
             };
             if peeked != 0 {
                 continue; // not the end yet (bytes about to be taken by the program)
             }
-            while !sockmap.delivered(pair, side, proxy[1 - side].as_raw_fd(), extra[1 - side]).unwrap() {
+            while !sockmap
+                .delivered(pair, side, proxy[1 - side].as_raw_fd(), extra[1 - side])
+                .unwrap()
+            {
                 thread::sleep(Duration::from_millis(1));
             }
             proxy[1 - side].shutdown(Shutdown::Write).unwrap();
@@ -114,8 +133,16 @@ fn splice_both_ways(size: usize, before_insertion: usize) {
     let sockmap = Sockmap::new(16).unwrap();
     let fds = [topology.proxy[0].as_raw_fd(), topology.proxy[1].as_raw_fd()];
     let (pair, queued) = sockmap.insert_pair(fds).unwrap();
-    assert_eq!(queued[0], upstream[..before_insertion], "the client's early bytes are handed back");
-    assert_eq!(queued[1], downstream[..before_insertion], "the server's early bytes are handed back");
+    assert_eq!(
+        queued[0],
+        upstream[..before_insertion],
+        "the client's early bytes are handed back"
+    );
+    assert_eq!(
+        queued[1],
+        downstream[..before_insertion],
+        "the server's early bytes are handed back"
+    );
     (&topology.proxy[1]).write_all(&queued[0]).unwrap();
     (&topology.proxy[0]).write_all(&queued[1]).unwrap();
     let extra = [queued[1].len() as u64, queued[0].len() as u64];
@@ -123,19 +150,36 @@ fn splice_both_ways(size: usize, before_insertion: usize) {
     let at_server = exchange(server, downstream[before_insertion..].to_vec());
     let at_client = exchange(client, upstream[before_insertion..].to_vec());
     forward_ends(&sockmap, &pair, &topology.proxy, extra);
-    let mut received_by_server = queued[0].clone();
-    received_by_server.extend(at_server.join().unwrap());
-    let mut received_by_client = queued[1].clone();
-    received_by_client.extend(at_client.join().unwrap());
+    // The early bytes went out through the proxy's own writes, ahead of the kernel's.
+    let received_by_server = at_server.join().unwrap();
+    let received_by_client = at_client.join().unwrap();
 
     assert_eq!(received_by_server.len(), size);
-    assert_eq!(sha256(&received_by_server), sha256(&upstream), "client → server");
+    assert_eq!(
+        sha256(&received_by_server),
+        sha256(&upstream),
+        "client → server"
+    );
     assert_eq!(received_by_client.len(), size);
-    assert_eq!(sha256(&received_by_client), sha256(&downstream), "server → client");
-    let redirected = [sockmap.redirected(&pair, 0).unwrap(), sockmap.redirected(&pair, 1).unwrap()];
-    assert_eq!(redirected, [(size - before_insertion) as u64; 2], "the kernel moved every later byte");
+    assert_eq!(
+        sha256(&received_by_client),
+        sha256(&downstream),
+        "server → client"
+    );
+    let redirected = [
+        sockmap.redirected(&pair, 0).unwrap(),
+        sockmap.redirected(&pair, 1).unwrap(),
+    ];
+    assert_eq!(
+        redirected,
+        [(size - before_insertion) as u64; 2],
+        "the kernel moved every later byte"
+    );
     sockmap.remove_pair(&pair);
-    assert!(sockmap.redirected(&pair, 0).is_err(), "the pair's entries are gone");
+    assert!(
+        sockmap.redirected(&pair, 0).is_err(),
+        "the pair's entries are gone"
+    );
 }
 
 #[test]
@@ -154,18 +198,49 @@ fn bytes_queued_before_insertion_are_handed_back_and_arrive_first() {
 }
 
 #[test]
-fn dropping_the_sockmap_releases_the_sockets_to_user_space() {
+fn a_removed_pair_is_back_in_user_space() {
+    probe().unwrap();
+    let topology = topology();
+    let sockmap = Sockmap::new(4).unwrap();
+    let fds = [topology.proxy[0].as_raw_fd(), topology.proxy[1].as_raw_fd()];
+    let (pair, _) = sockmap.insert_pair(fds).unwrap();
+    sockmap.remove_pair(&pair);
+    let mut client = topology.client;
+    client.write_all(b"after").unwrap();
+    let mut proxy_front = &topology.proxy[0];
+    proxy_front.set_nonblocking(false).unwrap();
+    proxy_front
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut received = [0u8; 5];
+    proxy_front.read_exact(&mut received).unwrap();
+    assert_eq!(
+        &received, b"after",
+        "the proxy reads again once the pair is removed"
+    );
+}
+
+#[test]
+fn a_proxy_that_dies_mid_splice_leaves_both_ends_an_end_of_stream() {
     probe().unwrap();
     let topology = topology();
     let sockmap = Sockmap::new(4).unwrap();
     let fds = [topology.proxy[0].as_raw_fd(), topology.proxy[1].as_raw_fd()];
     let (_pair, _) = sockmap.insert_pair(fds).unwrap();
-    drop(sockmap);
     let mut client = topology.client;
-    client.write_all(b"after").unwrap();
-    let mut proxy_front = &topology.proxy[0];
-    proxy_front.set_nonblocking(false).unwrap();
-    let mut received = [0u8; 5];
-    proxy_front.read_exact(&mut received).unwrap();
-    assert_eq!(&received, b"after", "no socket is left stuck in a freed map");
+    let mut server = topology.server;
+    client.write_all(&pattern(100_000, 3)).unwrap();
+    // What a dying process does: every descriptor closes, map and sockets alike.
+    drop(topology.proxy);
+    drop(sockmap);
+    for end in [&mut client, &mut server] {
+        end.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut rest = Vec::new();
+        let outcome = end.read_to_end(&mut rest);
+        assert!(
+            matches!(&outcome, Ok(_))
+                || matches!(&outcome, Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset),
+            "an end must see end of stream or a reset, not hang: {outcome:?}"
+        );
+    }
 }

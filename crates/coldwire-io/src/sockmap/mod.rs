@@ -20,9 +20,11 @@
 //! - the kernel does not forward end of stream: the caller sees the FIN (a readable
 //!   socket whose read returns 0), waits until the peer has written everything redirected
 //!   to it ([`Sockmap::delivered`]), then shuts the peer's write side;
-//! - entries must go before the sockets close: [`Sockmap::remove_pair`]; and when the
-//!   process dies, the maps are freed with their last descriptor, which releases every
-//!   socket still in them.
+//! - entries must go before the sockets close, and a removed pair is back in user space
+//!   at once: [`Sockmap::remove_pair`]. Dropping the [`Sockmap`] alone does NOT release
+//!   the sockets at once (measured on Linux 6.18: the program keeps the map alive and
+//!   bytes are still redirected); remove pairs first. When the process dies its sockets
+//!   close, which unlinks them from the map, so neither far end is left hanging (tested).
 
 mod program;
 
@@ -31,8 +33,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use self::program::{
     BPF_MAP_DELETE_ELEM, BPF_MAP_LOOKUP_ELEM, BPF_MAP_TYPE_HASH, BPF_MAP_TYPE_SOCKHASH,
-    BPF_MAP_UPDATE_ELEM, BPF_PROG_ATTACH, BPF_SK_SKB_STREAM_VERDICT, bpf, create_map,
-    load_verdict,
+    BPF_MAP_UPDATE_ELEM, BPF_PROG_ATTACH, BPF_SK_SKB_STREAM_VERDICT, bpf, create_map, load_verdict,
 };
 
 /// Why the kernel refused the sockmap data path.
@@ -96,7 +97,7 @@ pub struct SplicedPair {
     written_before: [u64; 2],
 }
 
-/// The maps and the verdict program; dropping it frees them and releases every socket.
+/// The maps and the verdict program. Remove pairs before dropping it: see the module doc.
 #[derive(Debug)]
 pub struct Sockmap {
     sockets: OwnedFd,
@@ -155,7 +156,12 @@ impl Sockmap {
                 redirected_bytes: 0,
             };
             let value_pointer = &value as *const PairValue as u64;
-            self.element(BPF_MAP_UPDATE_ELEM, self.pairs.as_raw_fd(), &cookies[side], value_pointer)?;
+            self.element(
+                BPF_MAP_UPDATE_ELEM,
+                self.pairs.as_raw_fd(),
+                &cookies[side],
+                value_pointer,
+            )?;
         }
         let pair = SplicedPair {
             cookies,
@@ -164,9 +170,12 @@ impl Sockmap {
         for side in 0..2 {
             let descriptor: u32 = sockets[side] as u32;
             let value_pointer = &descriptor as *const u32 as u64;
-            if let Err(error) =
-                self.element(BPF_MAP_UPDATE_ELEM, self.sockets.as_raw_fd(), &cookies[side], value_pointer)
-            {
+            if let Err(error) = self.element(
+                BPF_MAP_UPDATE_ELEM,
+                self.sockets.as_raw_fd(),
+                &cookies[side],
+                value_pointer,
+            ) {
                 self.remove_pair(&pair);
                 return Err(error);
             }
@@ -178,7 +187,12 @@ impl Sockmap {
     pub fn redirected(&self, pair: &SplicedPair, side: usize) -> io::Result<u64> {
         let mut value = PairValue::default();
         let value_pointer = &mut value as *mut PairValue as u64;
-        self.element(BPF_MAP_LOOKUP_ELEM, self.pairs.as_raw_fd(), &pair.cookies[side], value_pointer)?;
+        self.element(
+            BPF_MAP_LOOKUP_ELEM,
+            self.pairs.as_raw_fd(),
+            &pair.cookies[side],
+            value_pointer,
+        )?;
         Ok(value.redirected_bytes)
     }
 
@@ -187,7 +201,13 @@ impl Sockmap {
     /// such as the queued bytes of [`Sockmap::insert_pair`]). Wait for this before shutting
     /// the peer's write side on end of stream: the kernel does not forward the FIN, and
     /// bytes still in the program's backlog would be lost.
-    pub fn delivered(&self, pair: &SplicedPair, side: usize, peer_socket: RawFd, extra: u64) -> io::Result<bool> {
+    pub fn delivered(
+        &self,
+        pair: &SplicedPair,
+        side: usize,
+        peer_socket: RawFd,
+        extra: u64,
+    ) -> io::Result<bool> {
         let expected = pair.written_before[1 - side] + extra + self.redirected(pair, side)?;
         Ok(written(peer_socket)? >= expected)
     }
@@ -248,9 +268,15 @@ pub fn written(socket: RawFd) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     if (length as usize) < TCP_INFO_BYTES_ACKED + 8 {
-        return Err(io::Error::other("tcp_info without tcpi_bytes_acked: Linux 4.1 or later is needed"));
+        return Err(io::Error::other(
+            "tcp_info without tcpi_bytes_acked: Linux 4.1 or later is needed",
+        ));
     }
-    let acked = u64::from_ne_bytes(info[TCP_INFO_BYTES_ACKED..TCP_INFO_BYTES_ACKED + 8].try_into().expect("8 bytes"));
+    let acked = u64::from_ne_bytes(
+        info[TCP_INFO_BYTES_ACKED..TCP_INFO_BYTES_ACKED + 8]
+            .try_into()
+            .expect("8 bytes"),
+    );
     let mut queued: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one int into `queued`.
     let result = unsafe { libc::ioctl(socket, libc::TIOCOUTQ, &mut queued) };
