@@ -2,7 +2,7 @@
 //! arriving on one are sent out of the other by the kernel, without waking the process.
 //!
 //! [`Sockmap`] owns two maps and a stream verdict program, loaded with plain `bpf(2)`
-//! calls (no compiler, no object file; see [`program`] for the instructions):
+//! calls (no compiler, no object file; see `program.rs` for the instructions):
 //!
 //! - `sockets`, a `BPF_MAP_TYPE_SOCKHASH` keyed by socket cookie, holding the sockets;
 //! - `pairs`, a hash map from a socket's cookie to its peer's cookie and a count of the
