@@ -52,7 +52,12 @@ fn sha256(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Writes `bytes` then closes the write side; returns everything read until end of stream.
-fn exchange(mut stream: TcpStream, bytes: Vec<u8>) -> thread::JoinHandle<Vec<u8>> {
+fn exchange(stream: TcpStream, bytes: Vec<u8>) -> thread::JoinHandle<Vec<u8>> {
+    exchange_at(stream, bytes, false)
+}
+
+/// [`exchange`], reading in 64 KiB steps with a pause after each when `slow`.
+fn exchange_at(mut stream: TcpStream, bytes: Vec<u8>, slow: bool) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut writer = stream.try_clone().unwrap();
         let sender = thread::spawn(move || {
@@ -60,7 +65,19 @@ fn exchange(mut stream: TcpStream, bytes: Vec<u8>) -> thread::JoinHandle<Vec<u8>
             writer.shutdown(Shutdown::Write).unwrap();
         });
         let mut received = Vec::new();
-        stream.read_to_end(&mut received).unwrap();
+        if slow {
+            let mut step = vec![0u8; 64 * 1024];
+            loop {
+                let count = stream.read(&mut step).unwrap();
+                if count == 0 {
+                    break;
+                }
+                received.extend_from_slice(&step[..count]);
+                thread::sleep(Duration::from_millis(2));
+            }
+        } else {
+            stream.read_to_end(&mut received).unwrap();
+        }
         sender.join().unwrap();
         received
     })
@@ -117,6 +134,10 @@ fn forward_ends(sockmap: &Sockmap, pair: &SplicedPair, proxy: &[TcpStream; 2], e
 }
 
 fn splice_both_ways(size: usize, before_insertion: usize) {
+    splice_with(size, before_insertion, false);
+}
+
+fn splice_with(size: usize, before_insertion: usize, slow_server: bool) {
     if let Err(error) = probe() {
         panic!("{error}");
     }
@@ -147,7 +168,7 @@ fn splice_both_ways(size: usize, before_insertion: usize) {
     (&topology.proxy[0]).write_all(&queued[1]).unwrap();
     let extra = [queued[1].len() as u64, queued[0].len() as u64];
 
-    let at_server = exchange(server, downstream[before_insertion..].to_vec());
+    let at_server = exchange_at(server, downstream[before_insertion..].to_vec(), slow_server);
     let at_client = exchange(client, upstream[before_insertion..].to_vec());
     forward_ends(&sockmap, &pair, &topology.proxy, extra);
     // The early bytes went out through the proxy's own writes, ahead of the kernel's.
@@ -195,6 +216,45 @@ fn sixty_four_mebibytes_are_spliced_byte_exact_both_ways() {
 #[test]
 fn bytes_queued_before_insertion_are_handed_back_and_arrive_first() {
     splice_both_ways(1 << 20, 1000);
+}
+
+#[test]
+fn a_slow_reader_gets_every_byte() {
+    splice_with(8 << 20, 0, true);
+}
+
+#[test]
+fn many_concurrent_pairs_share_one_map() {
+    probe().unwrap();
+    let sockmap = Sockmap::new(64).unwrap();
+    thread::scope(|scope| {
+        for index in 0..16u8 {
+            let sockmap = &sockmap;
+            scope.spawn(move || {
+                let topology = topology();
+                let size = 256 * 1024 + usize::from(index) * 4099;
+                let upstream = pattern(size, index);
+                let downstream = pattern(size, index.wrapping_add(100));
+                let fds = [topology.proxy[0].as_raw_fd(), topology.proxy[1].as_raw_fd()];
+                let (pair, queued) = sockmap.insert_pair(fds).unwrap();
+                assert!(queued[0].is_empty() && queued[1].is_empty());
+                let at_server = exchange(topology.server, downstream.clone());
+                let at_client = exchange(topology.client, upstream.clone());
+                forward_ends(sockmap, &pair, &topology.proxy, [0, 0]);
+                assert_eq!(
+                    sha256(&at_server.join().unwrap()),
+                    sha256(&upstream),
+                    "pair {index}: client → server"
+                );
+                assert_eq!(
+                    sha256(&at_client.join().unwrap()),
+                    sha256(&downstream),
+                    "pair {index}: server → client"
+                );
+                sockmap.remove_pair(&pair);
+            });
+        }
+    });
 }
 
 #[test]
