@@ -150,23 +150,26 @@ impl Sockmap {
         let cookies = [cookie(sockets[0])?, cookie(sockets[1])?];
         let queued = [drain(sockets[0])?, drain(sockets[1])?];
         let written_before = [written(sockets[0])?, written(sockets[1])?];
+        let pair = SplicedPair {
+            cookies,
+            written_before,
+        };
         for side in 0..2 {
             let value = PairValue {
                 peer_cookie: cookies[1 - side],
                 redirected_bytes: 0,
             };
             let value_pointer = &value as *const PairValue as u64;
-            self.element(
+            if let Err(error) = self.element(
                 BPF_MAP_UPDATE_ELEM,
                 self.pairs.as_raw_fd(),
                 &cookies[side],
                 value_pointer,
-            )?;
+            ) {
+                self.remove_pair(&pair);
+                return Err(error);
+            }
         }
-        let pair = SplicedPair {
-            cookies,
-            written_before,
-        };
         for side in 0..2 {
             let descriptor: u32 = sockets[side] as u32;
             let value_pointer = &descriptor as *const u32 as u64;
