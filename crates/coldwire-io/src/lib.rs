@@ -14,6 +14,7 @@
 //! - the two driver families: [`readiness`] ([`ReadinessDriver`] over any poller: try the
 //!   system call, wait on `EAGAIN`) and [`uring`] ([`UringDriver`]: operations submitted to
 //!   io_uring);
+//! - [`sockmap`]: in-kernel splicing of two TCP sockets with a BPF sockmap;
 //! - [`backend`]: the list of backends ([`Backend::ALL`]) and the one place that turns a
 //!   backend into a driver type ([`Backend::dispatch`]), so the hot loop is monomorphised.
 
@@ -23,6 +24,7 @@ pub mod driver;
 pub mod poller;
 pub mod pools;
 pub mod readiness;
+pub mod sockmap;
 pub mod sys;
 pub mod uring;
 

@@ -1,0 +1,222 @@
+//! The stream verdict program, written as raw BPF instructions so that no compiler is
+//! needed on the user's machine, and the two `bpf(2)` calls that create maps and load it.
+//!
+//! The program, in BPF assembly (`pairs` is a hash map from a socket's cookie to
+//! `{ peer_cookie: u64, redirected_bytes: u64 }`, `sockets` the SOCKHASH keyed by cookie):
+//!
+//! ```text
+//!  0: r6 = r1                       ; the __sk_buff
+//!  1: call bpf_get_socket_cookie    ; r0 = this socket's cookie
+//!  2: *(u64 *)(r10 - 8) = r0
+//!  3: r2 = r10
+//!  4: r2 += -8
+//!  5: r1 = map[pairs] (two slots)
+//!  7: call bpf_map_lookup_elem      ; r0 = &pairs[cookie] or NULL
+//!  8: if r0 == 0 goto 18            ; not paired (yet, or any more): leave it to user space
+//!  9: r1 = *(u32 *)(r6 + 0)         ; skb->len
+//! 10: lock *(u64 *)(r0 + 8) += r1   ; count what is handed to the peer
+//! 11: r3 = r0                       ; key: the peer's cookie, the value's first field
+//! 12: r2 = map[sockets] (two slots)
+//! 14: r1 = r6
+//! 15: r4 = 0                        ; egress: send out of the peer socket
+//! 16: call bpf_sk_redirect_hash
+//! 17: exit                         ; with the helper's verdict
+//! 18: r0 = SK_PASS
+//! 19: exit
+//! ```
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
+pub(crate) const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+pub(crate) const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+pub(crate) const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
+const BPF_PROG_LOAD: libc::c_long = 5;
+pub(crate) const BPF_PROG_ATTACH: libc::c_long = 8;
+
+pub(crate) const BPF_MAP_TYPE_HASH: u32 = 1;
+pub(crate) const BPF_MAP_TYPE_SOCKHASH: u32 = 18;
+const BPF_PROG_TYPE_SK_SKB: u32 = 14;
+pub(crate) const BPF_SK_SKB_STREAM_VERDICT: u32 = 5;
+
+const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
+const HELPER_GET_SOCKET_COOKIE: i32 = 46;
+const HELPER_SK_REDIRECT_HASH: i32 = 72;
+const SK_PASS: i32 = 1;
+const BPF_PSEUDO_MAP_FD: u8 = 1;
+
+/// One BPF instruction, as the kernel lays it out (`struct bpf_insn`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Instruction {
+    code: u8,
+    registers: u8,
+    offset: i16,
+    immediate: i32,
+}
+
+fn instruction(code: u8, destination: u8, source: u8, offset: i16, immediate: i32) -> Instruction {
+    Instruction {
+        code,
+        registers: (source << 4) | (destination & 0x0f),
+        offset,
+        immediate,
+    }
+}
+
+/// `r_destination = r_source` (64-bit).
+fn move_register(destination: u8, source: u8) -> Instruction {
+    instruction(0xbf, destination, source, 0, 0)
+}
+
+/// `r_destination = immediate` (64-bit).
+fn move_immediate(destination: u8, immediate: i32) -> Instruction {
+    instruction(0xb7, destination, 0, 0, immediate)
+}
+
+fn call(helper: i32) -> Instruction {
+    instruction(0x85, 0, 0, 0, helper)
+}
+
+fn exit() -> Instruction {
+    instruction(0x95, 0, 0, 0, 0)
+}
+
+/// `r_destination = map[fd]`: the two-slot load the verifier turns into a map pointer.
+fn load_map(destination: u8, map: RawFd) -> [Instruction; 2] {
+    [
+        instruction(0x18, destination, BPF_PSEUDO_MAP_FD, 0, map),
+        instruction(0, 0, 0, 0, 0),
+    ]
+}
+
+/// The verdict program's instructions for the two maps' descriptors.
+fn verdict_instructions(pairs: RawFd, sockets: RawFd) -> Vec<Instruction> {
+    let mut program = vec![
+        move_register(6, 1),
+        call(HELPER_GET_SOCKET_COOKIE),
+        instruction(0x7b, 10, 0, -8, 0), // *(u64 *)(r10 - 8) = r0
+        move_register(2, 10),
+        instruction(0x07, 2, 0, 0, -8), // r2 += -8
+    ];
+    program.extend(load_map(1, pairs));
+    program.extend([
+        call(HELPER_MAP_LOOKUP_ELEM),
+        instruction(0x15, 0, 0, 9, 0), // if r0 == 0 goto +9 (SK_PASS)
+        instruction(0x61, 1, 6, 0, 0), // r1 = *(u32 *)(r6 + 0)
+        instruction(0xdb, 0, 1, 8, 0), // lock *(u64 *)(r0 + 8) += r1
+        move_register(3, 0),
+    ]);
+    program.extend(load_map(2, sockets));
+    program.extend([
+        move_register(1, 6),
+        move_immediate(4, 0),
+        call(HELPER_SK_REDIRECT_HASH),
+        exit(),
+        move_immediate(0, SK_PASS),
+        exit(),
+    ]);
+    program
+}
+
+/// `bpf(command, attributes)`; the attributes are a `union bpf_attr` prefix.
+pub(crate) fn bpf<T>(command: libc::c_long, attributes: &mut T) -> io::Result<libc::c_long> {
+    // SAFETY: `attributes` is a live, writable, `repr(C)` prefix of `union bpf_attr` of
+    // exactly `size_of::<T>()` bytes; the kernel reads (and for a few commands writes)
+    // no more than the size it is given, and zero-fills nothing beyond it.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            command,
+            attributes as *mut T as *mut libc::c_void,
+            std::mem::size_of::<T>() as libc::c_uint,
+        )
+    };
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result)
+    }
+}
+
+fn owned(descriptor: libc::c_long) -> OwnedFd {
+    // SAFETY: the kernel just returned this descriptor to us and nothing else owns it.
+    unsafe { OwnedFd::from_raw_fd(descriptor as RawFd) }
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct MapCreate {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+}
+
+/// Creates a map; its memory is freed with its last descriptor.
+pub(crate) fn create_map(
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+) -> io::Result<OwnedFd> {
+    let mut attributes = MapCreate {
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        map_flags: 0,
+    };
+    bpf(BPF_MAP_CREATE, &mut attributes).map(owned)
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct ProgramLoad {
+    program_type: u32,
+    instruction_count: u32,
+    instructions: u64,
+    license: u64,
+    log_level: u32,
+    log_size: u32,
+    log_buffer: u64,
+    kernel_version: u32,
+    program_flags: u32,
+    program_name: [u8; 16],
+    program_interface_index: u32,
+    expected_attach_type: u32,
+}
+
+/// Loads the verdict program; on refusal the error carries the verifier's log.
+pub(crate) fn load_verdict(pairs: RawFd, sockets: RawFd) -> io::Result<OwnedFd> {
+    let instructions = verdict_instructions(pairs, sockets);
+    let license = c"GPL";
+    let mut log = vec![0u8; 64 * 1024];
+    let mut name = [0u8; 16];
+    name[..15].copy_from_slice(b"coldwire_splice");
+    let mut attributes = ProgramLoad {
+        program_type: BPF_PROG_TYPE_SK_SKB,
+        instruction_count: instructions.len() as u32,
+        instructions: instructions.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        log_level: 1,
+        log_size: log.len() as u32,
+        log_buffer: log.as_mut_ptr() as u64,
+        program_name: name,
+        expected_attach_type: BPF_SK_SKB_STREAM_VERDICT,
+        ..ProgramLoad::default()
+    };
+    match bpf(BPF_PROG_LOAD, &mut attributes) {
+        Ok(descriptor) => Ok(owned(descriptor)),
+        Err(error) => {
+            let end = log.iter().position(|&byte| byte == 0).unwrap_or(log.len());
+            let verifier = String::from_utf8_lossy(&log[..end]);
+            Err(io::Error::new(
+                error.kind(),
+                format!("{error}; verifier log: {}", verifier.trim()),
+            ))
+        }
+    }
+}
