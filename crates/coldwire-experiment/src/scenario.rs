@@ -43,6 +43,8 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../experiments/slot-alloc.toml"),
     ),
     ("peers", include_str!("../../../experiments/peers.toml")),
+    ("polymix", include_str!("../../../experiments/polymix.toml")),
+    ("robots", include_str!("../../../experiments/robots.toml")),
 ];
 
 /// The compiled-in scenario of experiment `name`, if it has one.
