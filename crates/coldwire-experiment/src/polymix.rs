@@ -1,4 +1,4 @@
-//! The `polymix` experiment (seed 002 Figs 10–13): PolyMix-4 robots (`coldwire bench
+//! The `polymix` experiment (seed 002 Figs 11–13): PolyMix-4 robots (`coldwire bench
 //! --workload polymix`) through `coldwire proxy` (forward, one worker, pinned to the server
 //! CPU) to `coldwire origin` servers behind `coldwire wan` relays (80 ms round trip, 0.05%
 //! loss: PolyMix-4's server side), per store (memory; `--cache-dir` disk) and backend, at
@@ -209,7 +209,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     );
     let mut record = context.record(
         "PolyMix-4 through the proxy: CPU, hit and miss response time, hit ratios vs request rate",
-        &["seed 002 Fig. 10", "seed 002 Fig. 11", "seed 002 Fig. 12", "seed 002 Fig. 13"],
+        &["seed 002 Fig. 11", "seed 002 Fig. 12", "seed 002 Fig. 13"],
         format!(
             "PolyMix-4 robots (coldwire bench --workload polymix{}, 0.4 requests/s each) through coldwire proxy \
              (forward, one worker, cache {}{}) to {} coldwire origin server(s) (think time {} ± {}), each behind \
@@ -405,10 +405,19 @@ fn summarise(record: &mut ExperimentRecord, configs: &[(String, String)], points
         }
     };
     record.tables.push(Table {
-        title: "Top phase per configuration and rate: hit ratios offered / measured (seed 002 Fig. 10), errors".to_owned(),
+        title: "Top phase per configuration and rate: hit ratios offered / measured, errors"
+            .to_owned(),
         columns: owned(&[
-            "configuration", "offered/s", "achieved/s", "CPU %", "µs/request", "hit ms", "miss ms", "DHR off/meas",
-            "BHR off/meas", "errors",
+            "configuration",
+            "offered/s",
+            "achieved/s",
+            "CPU %",
+            "µs/request",
+            "hit ms",
+            "miss ms",
+            "DHR off/meas",
+            "BHR off/meas",
+            "errors",
         ]),
         rows: points
             .iter()
