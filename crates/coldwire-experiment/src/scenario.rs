@@ -43,6 +43,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../experiments/slot-alloc.toml"),
     ),
     ("peers", include_str!("../../../experiments/peers.toml")),
+    (
+        "slow-clients",
+        include_str!("../../../experiments/slow-clients.toml"),
+    ),
     ("polymix", include_str!("../../../experiments/polymix.toml")),
     ("robots", include_str!("../../../experiments/robots.toml")),
 ];
