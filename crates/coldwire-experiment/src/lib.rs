@@ -22,7 +22,9 @@ mod accept_herd;
 mod cold_scaling;
 mod connections_latency;
 mod peers;
+mod polymix;
 mod rate_response;
+mod robots;
 mod slot_alloc;
 mod slow_clients;
 mod splice;
@@ -84,6 +86,16 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "slow-clients",
         summary: "proxy CPU per request vs concurrent slow connections (origin think time), every backend",
         run: slow_clients::run,
+    },
+    Experiment {
+        name: "polymix",
+        summary: "PolyMix-4 robots through the proxy, origins behind an 80 ms WAN: CPU, hit/miss response time, hit ratios vs rate",
+        run: polymix::run,
+    },
+    Experiment {
+        name: "robots",
+        summary: "100% hits at a fixed rate, hundreds to thousands of idle robot connections through a WAN relay: proxy CPU, response time",
+        run: robots::run,
     },
 ];
 

@@ -47,6 +47,8 @@ const EMBEDDED: &[(&str, &str)] = &[
         "slow-clients",
         include_str!("../../../experiments/slow-clients.toml"),
     ),
+    ("polymix", include_str!("../../../experiments/polymix.toml")),
+    ("robots", include_str!("../../../experiments/robots.toml")),
 ];
 
 /// The compiled-in scenario of experiment `name`, if it has one.

@@ -136,7 +136,7 @@ impl ThinkingOrigin {
 }
 
 /// The stats document at `url` (`http://ADDR/stats`).
-fn stats(url: &str) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn stats(url: &str) -> anyhow::Result<serde_json::Value> {
     let rest = url
         .strip_prefix("http://")
         .with_context(|| format!("unexpected stats URL {url}"))?;

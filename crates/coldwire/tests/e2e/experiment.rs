@@ -255,3 +255,116 @@ fn experiments_run_from_outside_the_repository_with_built_in_scenarios() {
         "stderr:\n{stderr}"
     );
 }
+
+/// Runs the repository's own scenario `name` in quick form and returns its record.
+fn quick_repository_experiment(name: &str) -> serde_json::Value {
+    let temp = tempfile::tempdir().unwrap();
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let results = temp.path().join("results");
+    let output = coldwire(&[
+        "experiment",
+        name,
+        "--quick",
+        "--scenarios",
+        scenarios.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr:\n{stderr}");
+    record(&results.join(name))
+}
+
+/// The figure `id` of `record`.
+fn figure_of<'a>(record: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    record["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|figure| figure["id"] == id)
+        .unwrap_or_else(|| panic!("no figure {id} in {record}"))
+}
+
+/// `polymix`, quick: a series per store and backend with a point per robot count, the
+/// rate rising with the robots, hits answered faster than misses (which wait for the
+/// origin's think time and the relay), and the hit-ratio table's offered and measured
+/// columns filled.
+#[test]
+fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
+    let record = quick_repository_experiment("polymix");
+    let cpu = figure_of(&record, "cpu-per-request");
+    let names: Vec<&str> = cpu["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["epoll (memory)", "epoll (disk)"]);
+    for line in cpu["series"].as_array().unwrap() {
+        let points = line["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2, "a point per robot count: {line}");
+        assert!(points[1]["x"].as_f64() > points[0]["x"].as_f64(), "{line}");
+        assert!(
+            points
+                .iter()
+                .all(|point| point["y"].as_f64().unwrap() > 0.0)
+        );
+    }
+    let hits = figure_of(&record, "hit-response");
+    let misses = figure_of(&record, "miss-response");
+    for (hit, miss) in hits["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(misses["series"].as_array().unwrap())
+    {
+        for (hit, miss) in hit["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(miss["points"].as_array().unwrap())
+        {
+            let (hit, miss) = (hit["y"].as_f64().unwrap(), miss["y"].as_f64().unwrap());
+            // A miss waits at least one relay round trip (80 ms) plus the think time.
+            assert!(miss >= 80.0 && hit < miss, "hit {hit} ms, miss {miss} ms");
+        }
+    }
+    let table = &record["tables"][0];
+    for row in table["rows"].as_array().unwrap() {
+        let ratios = row[7].as_str().unwrap();
+        assert!(ratios.contains('%') && !ratios.contains('–'), "{row}");
+    }
+    assert!(!record["findings"].as_array().unwrap().is_empty());
+}
+
+/// `robots`, quick: proxy CPU against open connections per backend, the open connections
+/// at least the idle robots held through the relay, and Fig. 6's reduction against the
+/// reference backend.
+#[test]
+fn quick_robots_measures_cpu_against_idle_robot_connections() {
+    let record = quick_repository_experiment("robots");
+    let cpu = figure_of(&record, "cpu-per-request");
+    for line in cpu["series"].as_array().unwrap() {
+        let points = line["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2, "a point per robot count: {line}");
+        assert!(points[0]["x"].as_f64().unwrap() >= 50.0, "{line}");
+        assert!(points[1]["x"].as_f64().unwrap() >= 200.0, "{line}");
+        assert!(
+            points
+                .iter()
+                .all(|point| point["y"].as_f64().unwrap() > 0.0)
+        );
+    }
+    let reduction = figure_of(&record, "response-time-reduction");
+    let names: Vec<&str> = reduction["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["epoll vs poll"]);
+    for point in reduction["series"][0]["points"].as_array().unwrap() {
+        let value = point["y"].as_f64().unwrap();
+        assert!(value > -100.0 && value < 100.0, "{point}");
+    }
+}
