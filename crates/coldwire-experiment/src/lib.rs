@@ -20,6 +20,7 @@ pub mod serve;
 
 mod accept_herd;
 mod cold_scaling;
+mod live_day;
 mod connections_latency;
 mod peers;
 mod rate_response;
@@ -84,6 +85,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "slow-clients",
         summary: "proxy CPU per request vs concurrent slow connections (origin think time), every backend",
         run: slow_clients::run,
+    },
+    Experiment {
+        name: "live-day",
+        summary: "a compressed day through the proxy: CPU vs request rate regressions and a perf profile",
+        run: live_day::run,
     },
 ];
 
