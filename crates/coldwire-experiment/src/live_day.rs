@@ -32,6 +32,10 @@ pub(crate) struct Parameters {
     /// The access log replayed (relative to the working directory), e.g.
     /// `traces/nasa-like.log`.
     pub trace: String,
+    /// Replay only the log's first this many lines (`None`: all of it); the quick form's
+    /// shorter day.
+    #[serde(default)]
+    pub requests: Option<usize>,
     /// Replay speedup: the log's span divided by this is the "day"'s length.
     pub speedup: f64,
     /// Backends of the proxy.
@@ -95,6 +99,21 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         "the trace {} is not there: run from the repository's root (traces/ is committed)",
         trace.display()
     );
+    // A shortened log lives in a scratch directory kept until the end of the run.
+    let mut _scratch = None;
+    let trace = match parameters.requests {
+        Some(requests) => {
+            let text = std::fs::read_to_string(&trace)
+                .with_context(|| format!("cannot read the trace {}", trace.display()))?;
+            let head: String = text.lines().take(requests).flat_map(|line| [line, "\n"]).collect();
+            let dir = crate::output::scratch_dir("coldwire-live-day")?;
+            let path = dir.join("trace-head.log");
+            std::fs::write(&path, head)?;
+            _scratch = Some(ScratchDir(dir));
+            path
+        }
+        None => trace,
+    };
     let (backends, mut warnings) = available_backends(&parameters.backends)?;
     warnings.extend(machine_load_warning());
     let pinning = parameters.pinning.unwrap_or_default();
@@ -150,6 +169,15 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     summary::summarise(&mut record, &parameters, &runs);
     record.warnings = warnings;
     Ok(record)
+}
+
+/// A scratch directory, removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// `coldwire origin --trace` (every logged path at its logged size, no think time).
@@ -222,7 +250,7 @@ fn run_one(
         .wait_for_line("proxy listening on http://", Duration::from_secs(30))
         .map_err(server_error)?;
     let mut relay = None;
-    let mut bench: Vec<String> = vec![
+    let bench: Vec<String> = vec![
         format!("--replay={}", trace.display()),
         format!("--speedup={}", parameters.speedup),
         format!("--url=http://{listen}/"),
@@ -244,9 +272,28 @@ fn run_one(
         let wan_address = wan
             .wait_for_line("wan listening on http://", Duration::from_secs(30))
             .map_err(server_error)?;
-        bench.push(format!("--cold={}", parameters.cold));
-        bench.push(format!("--cold-target={wan_address}"));
-        relay = Some(wan);
+        // The replay does not open cold connections itself: a second generator holds
+        // them (through the relay) for the whole day, sending one request a second of its
+        // own; it is stopped after the replay.
+        let holder_args = vec![
+            "bench".to_owned(),
+            format!("--url=http://{listen}/"),
+            "--rate=1".into(),
+            "--connections=1".into(),
+            format!("--cold={}", parameters.cold),
+            format!("--cold-target={wan_address}"),
+            "--warmup=0".into(),
+            "--duration=1h".into(),
+            "-q".into(),
+            "--max-error-rate=100%".into(),
+        ];
+        let holder = start_server(&context.coldwire, &holder_args, pinning.generator_cpu)
+            .context("cannot start the generator of cold connections (coldwire bench --cold)")?;
+        // Cold connections open at the bench's --cold-rate (2,000/s), one relay RTT each.
+        std::thread::sleep(Duration::from_secs_f64(
+            1.0 + parameters.cold as f64 / 2000.0 + parameters.wan_rtt_ms / 1000.0,
+        ));
+        relay = Some((wan, holder));
     }
     let recorder = if perf {
         Some(profile::Recorder::start(proxy.pid(), &raw.join(format!("{stem}.perf.data")), pinning.generator_cpu)?)
@@ -259,8 +306,11 @@ fn run_one(
     let profile = recorder.map(|recorder| recorder.finish(&raw, stem));
     // One more interval so the last second is logged, then stop the proxy.
     std::thread::sleep(Duration::from_millis(1200));
+    if let Some((mut wan, mut holder)) = relay {
+        holder.stop();
+        wan.stop();
+    }
     proxy.stop();
-    drop(relay);
     let document = outcome?;
     let errors = document
         .runs

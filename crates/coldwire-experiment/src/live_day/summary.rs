@@ -13,11 +13,14 @@ use crate::serve::Pinning;
 
 pub(super) fn description(parameters: &Parameters, pinning: Pinning, perf: bool) -> String {
     format!(
-        "A compressed day: `{}` replayed {}× faster than logged (coldwire bench --replay, each logged client \
+        "A compressed day: {}`{}` replayed {}× faster than logged (coldwire bench --replay, each logged client \
          from its own address) through coldwire proxy (reverse, one worker{}) in front of coldwire origin --trace \
-         (every logged path at its logged size), caching {} , backends {}; {} cold connections held to the proxy \
+         (every logged path at its logged size), caching {}, backends {}; {} cold connections held to the proxy \
          through coldwire wan ({} ms RTT). The proxy logs its statistics every second (--stats-log); each second \
          is one sample of the regressions (the seed's were 15-minute samples of a real day). {}",
+        parameters
+            .requests
+            .map_or(String::new(), |requests| format!("the first {requests} requests of ")),
         parameters.trace,
         parameters.speedup,
         pinning
