@@ -20,8 +20,8 @@ pub mod serve;
 
 mod accept_herd;
 mod cold_scaling;
-mod live_day;
 mod connections_latency;
+mod live_day;
 mod peers;
 mod rate_response;
 mod slot_alloc;

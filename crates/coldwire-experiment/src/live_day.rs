@@ -84,7 +84,9 @@ impl Run {
 pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     let parameters: Parameters = context.parameters()?;
     anyhow::ensure!(
-        !parameters.backends.is_empty() && !parameters.caching.is_empty() && parameters.speedup > 0.0,
+        !parameters.backends.is_empty()
+            && !parameters.caching.is_empty()
+            && parameters.speedup > 0.0,
         "the scenario needs backends, caching settings and a positive speedup"
     );
     for setting in &parameters.caching {
@@ -105,7 +107,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         Some(requests) => {
             let text = std::fs::read_to_string(&trace)
                 .with_context(|| format!("cannot read the trace {}", trace.display()))?;
-            let head: String = text.lines().take(requests).flat_map(|line| [line, "\n"]).collect();
+            let head: String = text
+                .lines()
+                .take(requests)
+                .flat_map(|line| [line, "\n"])
+                .collect();
             let dir = crate::output::scratch_dir("coldwire-live-day")?;
             let path = dir.join("trace-head.log");
             std::fs::write(&path, head)?;
@@ -138,7 +144,17 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             let caching = setting == "on";
             let stem = format!("{backend}-cache-{setting}");
             context.progress(&format!("{backend}, caching {setting}: replaying the day"));
-            match run_one(context, &parameters, &trace, origin.1, pinning, backend, caching, perf, &stem) {
+            match run_one(
+                context,
+                &parameters,
+                &trace,
+                origin.1,
+                pinning,
+                backend,
+                caching,
+                perf,
+                &stem,
+            ) {
                 Ok((run, files)) => {
                     raw_files.extend(files);
                     if run.errors > 0 {
@@ -158,7 +174,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         }
     }
     drop(origin);
-    anyhow::ensure!(!runs.is_empty(), "no run completed: {}", warnings.join("; "));
+    anyhow::ensure!(
+        !runs.is_empty(),
+        "no run completed: {}",
+        warnings.join("; ")
+    );
     let mut record = context.record(
         "A live day: proxy CPU against request rate (regressions) and where the time goes",
         &["seed 000, Tables 1–16, Figs 10–12"],
@@ -296,13 +316,23 @@ fn run_one(
         relay = Some((wan, holder));
     }
     let recorder = if perf {
-        Some(profile::Recorder::start(proxy.pid(), &raw.join(format!("{stem}.perf.data")), pinning.generator_cpu)?)
+        Some(profile::Recorder::start(
+            proxy.pid(),
+            &raw.join(format!("{stem}.perf.data")),
+            pinning.generator_cpu,
+        )?)
     } else {
         None
     };
     let json = raw.join(format!("{stem}.json"));
     let timeout = Duration::from_secs(600);
-    let outcome = run_bench(&context.coldwire, &bench, pinning.generator_cpu, &json, timeout);
+    let outcome = run_bench(
+        &context.coldwire,
+        &bench,
+        pinning.generator_cpu,
+        &json,
+        timeout,
+    );
     let profile = recorder.map(|recorder| recorder.finish(&raw, stem));
     // One more interval so the last second is logged, then stop the proxy.
     std::thread::sleep(Duration::from_millis(1200));

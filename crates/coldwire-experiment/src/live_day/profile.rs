@@ -52,7 +52,16 @@ impl Profile {
 /// Whether `perf record` works here (installed and allowed).
 pub(crate) fn perf_available() -> bool {
     Command::new("perf")
-        .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "-q", "--", "true"])
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "/dev/null",
+            "-q",
+            "--",
+            "true",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
@@ -136,22 +145,70 @@ fn parse_frame(line: &str) -> Option<Frame<'_>> {
 }
 
 const EVENT_WAIT: &[&str] = &[
-    "epoll_wait", "ep_poll", "ep_send_events", "ep_item_poll", "do_select", "core_sys_select",
-    "kern_select", "sys_select", "sys_pselect6", "do_sys_poll", "do_poll", "sys_poll",
-    "sys_ppoll", "io_uring_enter", "io_cqring_wait", "poll_freewait", "poll_schedule_timeout",
+    "epoll_wait",
+    "ep_poll",
+    "ep_send_events",
+    "ep_item_poll",
+    "do_select",
+    "core_sys_select",
+    "kern_select",
+    "sys_select",
+    "sys_pselect6",
+    "do_sys_poll",
+    "do_poll",
+    "sys_poll",
+    "sys_ppoll",
+    "io_uring_enter",
+    "io_cqring_wait",
+    "poll_freewait",
+    "poll_schedule_timeout",
 ];
 const DESCRIPTORS: &[&str] = &[
-    "alloc_fd", "fd_install", "get_unused_fd", "close_fd", "file_close_fd", "filp_close",
-    "__fput", "sock_alloc_file", "alloc_file", "put_unused_fd", "expand_files",
+    "alloc_fd",
+    "fd_install",
+    "get_unused_fd",
+    "close_fd",
+    "file_close_fd",
+    "filp_close",
+    "__fput",
+    "sock_alloc_file",
+    "alloc_file",
+    "put_unused_fd",
+    "expand_files",
 ];
 const COPYING: &[&str] = &[
-    "copy_user", "copy_to_user", "copy_from_user", "_copy_to_iter", "_copy_from_iter",
-    "memcpy", "memmove", "copy_page", "skb_copy_datagram", "rep_movs",
+    "copy_user",
+    "copy_to_user",
+    "copy_from_user",
+    "_copy_to_iter",
+    "_copy_from_iter",
+    "memcpy",
+    "memmove",
+    "copy_page",
+    "skb_copy_datagram",
+    "rep_movs",
 ];
 const SOCKET: &[&str] = &[
-    "tcp_", "inet_", "sock_", "sys_sendto", "sys_recvfrom", "sys_accept", "sys_connect",
-    "sys_shutdown", "sendmsg", "recvmsg", "ip_", "net_rx", "netif_", "dev_queue_xmit",
-    "loopback", "skb_", "sk_", "__sys_", "sys_sendfile", "splice",
+    "tcp_",
+    "inet_",
+    "sock_",
+    "sys_sendto",
+    "sys_recvfrom",
+    "sys_accept",
+    "sys_connect",
+    "sys_shutdown",
+    "sendmsg",
+    "recvmsg",
+    "ip_",
+    "net_rx",
+    "netif_",
+    "dev_queue_xmit",
+    "loopback",
+    "skb_",
+    "sk_",
+    "__sys_",
+    "sys_sendfile",
+    "splice",
 ];
 
 fn matches(symbol: &str, names: &[&str]) -> bool {

@@ -20,7 +20,9 @@ pub(super) fn description(parameters: &Parameters, pinning: Pinning, perf: bool)
          is one sample of the regressions (the seed's were 15-minute samples of a real day). {}",
         parameters
             .requests
-            .map_or(String::new(), |requests| format!("the first {requests} requests of ")),
+            .map_or(String::new(), |requests| format!(
+                "the first {requests} requests of "
+            )),
         parameters.trace,
         parameters.speedup,
         pinning
@@ -69,9 +71,18 @@ fn points(run: &Run) -> Vec<(f64, f64, f64)> {
 
 fn fits(points: &[(f64, f64, f64)]) -> [Option<LinearFit>; 3] {
     let of = |value: fn(&(f64, f64, f64)) -> f64| {
-        linear_regression(&points.iter().map(|point| (point.0, value(point))).collect::<Vec<_>>())
+        linear_regression(
+            &points
+                .iter()
+                .map(|point| (point.0, value(point)))
+                .collect::<Vec<_>>(),
+        )
     };
-    [of(|point| point.2), of(|point| point.1), of(|point| point.1 + point.2)]
+    [
+        of(|point| point.2),
+        of(|point| point.1),
+        of(|point| point.1 + point.2),
+    ]
 }
 
 fn threshold(parameters: &Parameters, points: &[(f64, f64, f64)]) -> f64 {
@@ -98,7 +109,14 @@ pub(super) fn summarise(record: &mut ExperimentRecord, parameters: &Parameters, 
         axis("time since the proxy started", "s", Scale::Linear),
         axis("request rate", "requests/s", Scale::Linear),
         runs.iter()
-            .map(|run| series(&run.label(), run.typed.iter().map(|sample| (sample.uptime_seconds, sample.requests_per_second))))
+            .map(|run| {
+                series(
+                    &run.label(),
+                    run.typed
+                        .iter()
+                        .map(|sample| (sample.uptime_seconds, sample.requests_per_second)),
+                )
+            })
             .collect(),
         "",
     ));
@@ -114,10 +132,18 @@ pub(super) fn summarise(record: &mut ExperimentRecord, parameters: &Parameters, 
             } else {
                 "Linear regressions of proxy CPU (ms per second) on request rate, the full day (seed 000 Tables 4, 9, 15)".to_owned()
             },
-            columns: ["run", "CPU", "slope (µs per request)", "intercept (ms/s)", "R²", "points", "x-intercept of one core (requests/s)"]
-                .iter()
-                .map(|column| (*column).to_owned())
-                .collect(),
+            columns: [
+                "run",
+                "CPU",
+                "slope (µs per request)",
+                "intercept (ms/s)",
+                "R²",
+                "points",
+                "x-intercept of one core (requests/s)",
+            ]
+            .iter()
+            .map(|column| (*column).to_owned())
+            .collect(),
             rows: Vec::new(),
         };
         for run in runs {
@@ -147,7 +173,15 @@ pub(super) fn summarise(record: &mut ExperimentRecord, parameters: &Parameters, 
                             String::new()
                         },
                     ],
-                    None => vec![run.label(), (*kind).to_owned(), "–".into(), "–".into(), "–".into(), chosen.len().to_string(), String::new()],
+                    None => vec![
+                        run.label(),
+                        (*kind).to_owned(),
+                        "–".into(),
+                        "–".into(),
+                        "–".into(),
+                        chosen.len().to_string(),
+                        String::new(),
+                    ],
                 });
             }
         }
@@ -223,7 +257,10 @@ fn profile_table(run: &Run, profile: &super::profile::Profile) -> Table {
             run.label(),
             profile.samples
         ),
-        columns: ["group", "kernel %", "user %", "total %"].iter().map(|c| (*c).to_owned()).collect(),
+        columns: ["group", "kernel %", "user %", "total %"]
+            .iter()
+            .map(|c| (*c).to_owned())
+            .collect(),
         rows: GROUPS
             .iter()
             .zip(&profile.groups)
@@ -243,7 +280,10 @@ fn leaf_table(run: &Run, profile: &super::profile::Profile) -> Table {
     let total = profile.samples.max(1) as f64;
     Table {
         title: format!("The busiest functions (sample leaves), {}", run.label()),
-        columns: ["function", "mode", "%"].iter().map(|c| (*c).to_owned()).collect(),
+        columns: ["function", "mode", "%"]
+            .iter()
+            .map(|c| (*c).to_owned())
+            .collect(),
         rows: profile
             .leaves
             .iter()
@@ -297,7 +337,11 @@ fn findings(record: &mut ExperimentRecord, runs: &[Run], full_fits: &[[Option<Li
             ));
         }
     }
-    for backend in runs.iter().map(|run| run.backend.as_str()).collect::<std::collections::BTreeSet<_>>() {
+    for backend in runs
+        .iter()
+        .map(|run| run.backend.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
         if let (Some(off), Some(on)) = (slope(backend, false), slope(backend, true))
             && off > 0.0
         {
@@ -314,7 +358,9 @@ fn findings(record: &mut ExperimentRecord, runs: &[Run], full_fits: &[[Option<Li
             && profile.samples > 0
         {
             let total = profile.samples as f64;
-            let share = |index: usize| 100.0 * (profile.groups[index].0 + profile.groups[index].1) as f64 / total;
+            let share = |index: usize| {
+                100.0 * (profile.groups[index].0 + profile.groups[index].1) as f64 / total
+            };
             record.findings.push(format!(
                 "{}: event wait {:.0}%, descriptor allocation {:.0}%, socket I/O {:.0}%, copying {:.0}%, the proxy's own code {:.0}% of its samples.",
                 run.label(),
