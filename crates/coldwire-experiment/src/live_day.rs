@@ -17,6 +17,7 @@ use coldwire_process::{Launch, Process};
 use coldwire_report::ExperimentRecord;
 use serde::{Deserialize, Serialize};
 
+mod flame;
 mod profile;
 mod summary;
 

@@ -3,7 +3,8 @@
 //! counters), then `perf script` read back: every sample is put in one group like the seed's
 //! profile tables (event wait, descriptor allocation, socket I/O, copying, the proxy's own
 //! code, other kernel, other user), its leaf function counted, and its stack written in
-//! the folded form (`root;…;leaf COUNT`) that flame-graph tools draw.
+//! the folded form (`root;…;leaf COUNT`) that flame-graph tools draw, and drawn as an SVG
+//! flame graph ([`super::flame`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -114,7 +115,16 @@ impl Recorder {
         let script = String::from_utf8_lossy(&output.stdout);
         let (mut profile, folded) = analyse(&script);
         let folded_name = format!("{stem}.folded");
-        std::fs::write(raw.join(&folded_name), folded)?;
+        std::fs::write(raw.join(&folded_name), &folded)?;
+        let flame_name = format!("{stem}.flame.svg");
+        std::fs::write(
+            raw.join(&flame_name),
+            super::flame::svg(
+                &folded,
+                &format!("coldwire proxy, {stem}: cpu-clock samples"),
+            ),
+        )?;
+        profile.files.push(format!("raw/{flame_name}"));
         // perf.data is large and machine-specific: the folded stacks are what is kept.
         let _ = std::fs::remove_file(&self.data);
         profile.files.push(format!("raw/{folded_name}"));

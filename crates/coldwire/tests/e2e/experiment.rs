@@ -270,6 +270,12 @@ fn quick_live_day_regresses_cpu_on_rate_and_profiles_the_proxy() {
         );
     } else {
         assert_eq!(profiles.len(), 4);
+        let flame = std::fs::read_to_string(results.join("live-day/raw/epoll-cache-on.flame.svg"))
+            .expect("a flame graph per profiled run");
+        assert!(
+            flame.starts_with("<svg") && flame.contains("samples, "),
+            "{flame}"
+        );
         for profile in profiles {
             let total: f64 = profile["rows"]
                 .as_array()
