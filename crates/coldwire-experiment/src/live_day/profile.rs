@@ -239,8 +239,14 @@ fn group(frames: &[Frame<'_>]) -> usize {
             6
         };
     }
-    for frame in frames.iter().take_while(|frame| frame.kernel) {
-        for (index, names) in [(3, COPYING), (1, DESCRIPTORS), (0, EVENT_WAIT), (2, SOCKET)] {
+    let kernel: Vec<&Frame<'_>> = frames.iter().take_while(|frame| frame.kernel).collect();
+    // Waiting for events owns everything under it (select's and poll's per-descriptor
+    // sock_poll / tcp_poll are the wait's cost, not socket I/O).
+    if kernel.iter().any(|frame| matches(frame.symbol, EVENT_WAIT)) {
+        return 0;
+    }
+    for frame in kernel {
+        for (index, names) in [(3, COPYING), (1, DESCRIPTORS), (2, SOCKET)] {
             if matches(frame.symbol, names) {
                 return index;
             }
@@ -320,14 +326,23 @@ coldwire 10 [000] 1.3:     250000 cpu-clock:
 
 coldwire 10 [000] 1.4:     250000 cpu-clock:
 \tffffffff81007 tcp_sendmsg_locked+0x9 ([kernel.kallsyms])
+
+coldwire 10 [000] 1.5:     250000 cpu-clock:
+\tffffffff81008 tcp_poll+0x9 ([kernel.kallsyms])
+\tffffffff81009 sock_poll+0x9 ([kernel.kallsyms])
+\tffffffff8100a do_select+0x9 ([kernel.kallsyms])
 ";
 
     #[test]
     fn samples_fall_into_the_seeds_groups() {
         let (profile, folded) = analyse(SCRIPT);
-        assert_eq!(profile.samples, 5);
+        assert_eq!(profile.samples, 6);
         assert_eq!(profile.groups[3], (1, 0), "copying: {:?}", profile.groups);
-        assert_eq!(profile.groups[0], (1, 0), "event wait");
+        assert_eq!(
+            profile.groups[0],
+            (2, 0),
+            "event wait, with select's per-socket polls"
+        );
         assert_eq!(profile.groups[4], (0, 1), "own code");
         assert_eq!(profile.groups[1], (1, 0), "descriptor allocation");
         assert_eq!(profile.groups[2], (1, 0), "socket I/O");
@@ -335,7 +350,7 @@ coldwire 10 [000] 1.4:     250000 cpu-clock:
             folded.contains("__libc_recv;tcp_recvmsg;copy_user_enhanced_fast_string 1"),
             "{folded}"
         );
-        assert_eq!(profile.leaves.len(), 5);
+        assert_eq!(profile.leaves.len(), 6);
     }
 
     #[test]
