@@ -21,6 +21,7 @@ pub mod serve;
 mod accept_herd;
 mod cold_scaling;
 mod connections_latency;
+mod live_day;
 mod peers;
 mod polymix;
 mod rate_response;
@@ -96,6 +97,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "robots",
         summary: "100% hits at a fixed rate, hundreds to thousands of idle robot connections through a WAN relay: proxy CPU, response time",
         run: robots::run,
+    },
+    Experiment {
+        name: "live-day",
+        summary: "a compressed day through the proxy: CPU vs request rate regressions and a perf profile",
+        run: live_day::run,
     },
 ];
 

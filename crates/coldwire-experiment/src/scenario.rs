@@ -49,6 +49,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("polymix", include_str!("../../../experiments/polymix.toml")),
     ("robots", include_str!("../../../experiments/robots.toml")),
+    (
+        "live-day",
+        include_str!("../../../experiments/live-day.toml"),
+    ),
 ];
 
 /// The compiled-in scenario of experiment `name`, if it has one.

@@ -184,6 +184,113 @@ fn quick_slow_clients_measures_cpu_against_open_connections_per_backend() {
     assert!(!record["findings"].as_array().unwrap().is_empty());
 }
 
+/// The repository's own `live-day` scenario, quick (run from the repository's root, where
+/// its trace is): per backend and cache setting a statistics row with the cold connections
+/// held open, a regression of CPU on request rate that rises with the rate, and either a
+/// profile whose groups add up to every sample or a warning that perf is missing.
+#[test]
+fn quick_live_day_regresses_cpu_on_rate_and_profiles_the_proxy() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let results = temp.path().join("results");
+    let output = Command::new(env!("CARGO_BIN_EXE_coldwire"))
+        .args([
+            "experiment",
+            "live-day",
+            "--quick",
+            "--scenarios",
+            "experiments",
+            "--results",
+        ])
+        .arg(&results)
+        .current_dir(&root)
+        .output()
+        .expect("run coldwire");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr:\n{stderr}");
+    let record = record(&results.join("live-day"));
+    let tables = record["tables"].as_array().unwrap();
+    let statistics = tables
+        .iter()
+        .find(|table| table["title"].as_str().unwrap().starts_with("Statistics"))
+        .expect("the statistics table");
+    let rows = statistics["rows"].as_array().unwrap();
+    let runs: Vec<&str> = rows.iter().map(|row| row[0].as_str().unwrap()).collect();
+    assert_eq!(
+        runs,
+        [
+            "select cache off",
+            "select cache on",
+            "epoll cache off",
+            "epoll cache on"
+        ]
+    );
+    for row in rows {
+        let hit_ratio = row[9].as_str().unwrap();
+        if row[0].as_str().unwrap().ends_with("off") {
+            assert_eq!(hit_ratio, "no cache", "{row}");
+        } else {
+            assert!(hit_ratio.ends_with('%') && hit_ratio != "0.0%", "{row}");
+        }
+        // The quick scenario's 100 cold connections stay open through the day.
+        let open: f64 = row[10].as_str().unwrap().replace(',', "").parse().unwrap();
+        assert!(open >= 90.0, "cold connections held open: {row}");
+    }
+    let regressions = tables
+        .iter()
+        .find(|table| table["title"].as_str().unwrap().contains("the full day"))
+        .expect("the full-day regression table");
+    let totals: Vec<&serde_json::Value> = regressions["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row[1] == "total")
+        .collect();
+    assert_eq!(totals.len(), 4, "{regressions}");
+    for row in totals {
+        let slope: f64 = row[2].as_str().unwrap().parse().expect("a fitted slope");
+        let r_squared: f64 = row[4].as_str().unwrap().parse().unwrap();
+        assert!(slope > 0.0, "CPU rises with the rate: {row}");
+        assert!((0.0..=1.0).contains(&r_squared), "{row}");
+    }
+    let profiles: Vec<&serde_json::Value> = tables
+        .iter()
+        .filter(|table| {
+            table["title"]
+                .as_str()
+                .unwrap()
+                .starts_with("Where the proxy's time goes")
+        })
+        .collect();
+    if profiles.is_empty() {
+        let warnings = record["warnings"].to_string();
+        assert!(
+            warnings.contains("perf"),
+            "no profile and no word why: {warnings}"
+        );
+    } else {
+        assert_eq!(profiles.len(), 4);
+        let flame = std::fs::read_to_string(results.join("live-day/raw/epoll-cache-on.flame.svg"))
+            .expect("a flame graph per profiled run");
+        assert!(
+            flame.starts_with("<svg") && flame.contains("samples, "),
+            "{flame}"
+        );
+        for profile in profiles {
+            let total: f64 = profile["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row[3].as_str().unwrap().parse::<f64>().unwrap())
+                .sum();
+            assert!(
+                (total - 100.0).abs() < 1.0,
+                "groups add up to every sample: {profile}"
+            );
+        }
+    }
+}
+
 #[test]
 fn an_unknown_experiment_is_refused_with_the_known_names() {
     let temp = tempfile::tempdir().unwrap();
