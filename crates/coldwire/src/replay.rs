@@ -69,6 +69,11 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     if arguments.spawn.is_some() {
         bail!("--replay does not start the server: start it first and give --server-pid");
     }
+    if arguments.cold > 0 {
+        bail!(
+            "--replay does not hold cold connections (--cold): run a second `coldwire bench --cold N --rate 1` beside it, as `coldwire experiment live-day` does"
+        );
+    }
     if !(arguments.speedup.is_finite() && arguments.speedup > 0.0) {
         bail!("--speedup must be a positive number (1: the logged pace)");
     }

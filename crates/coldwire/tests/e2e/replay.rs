@@ -164,6 +164,21 @@ fn a_trace_with_no_record_is_refused_with_a_hint() {
 }
 
 #[test]
+fn a_replay_asked_for_cold_connections_says_how_to_get_them() {
+    let output = std::process::Command::new(coldwire_testkit::coldwire_binary())
+        .args(["bench", "--replay", "traces/nasa-like.log"])
+        .args(["--url", "http://127.0.0.1:9/", "--cold", "5"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--replay does not hold cold connections"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn committed_traces_are_what_the_generator_writes() {
     let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
     for (shape, seed, file) in [
