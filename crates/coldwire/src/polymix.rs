@@ -13,14 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use coldwire_bench::population::engine::AsEdges;
-use coldwire_bench::population::run::{PopulationPlan, run_population};
-use coldwire_bench::population::{PopulationConfig, PopulationEngine};
-use coldwire_bench::report::{BenchReport, MachineInfo, RunReport, ServerInfo};
+use coldwire_bench::population::PopulationConfig;
+use coldwire_bench::population::run::run_population_on;
+use coldwire_bench::report::{BenchReport, MachineInfo, ServerInfo};
 use coldwire_bench::workload::polymix::PolyMix;
 use coldwire_bench::workload::polymix::scenario::Scenario;
-use coldwire_bench::{BenchError, PhaseObserver, SCHEMA_VERSION, ServerWatch, Target};
-use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
+use coldwire_bench::{BenchError, SCHEMA_VERSION, ServerWatch, Target};
+use coldwire_io::{Backend, DriverConfig};
 use coldwire_process::{Launch, Process, Stderr};
 use coldwire_server::system;
 
@@ -126,33 +125,6 @@ fn start_stack(scenario: &Scenario, with_proxy: bool) -> anyhow::Result<Stack> {
         stack.processes.push(process);
     }
     Ok(stack)
-}
-
-/// The robots' run on whichever driver the backend built.
-struct RunOn<'a> {
-    robots: PolyMix,
-    config: PopulationConfig,
-    plan: &'a PopulationPlan,
-    stop: &'a Arc<AtomicBool>,
-    observer: &'a mut dyn PhaseObserver,
-}
-
-impl WithDriver for RunOn<'_> {
-    type Output = anyhow::Result<RunReport>;
-
-    fn run<D: Driver + Send + 'static>(self, driver: D) -> Self::Output {
-        let mut engine = PopulationEngine::new(
-            driver,
-            Box::new(self.robots),
-            self.config,
-            self.stop.clone(),
-        )?;
-        Ok(run_population(
-            &mut engine,
-            self.plan,
-            &mut AsEdges(self.observer),
-        )?)
-    }
 }
 
 /// The scenario the flags name: `--scenario FILE`, else `--quick`'s or PolyMix-4's, with
@@ -263,16 +235,15 @@ pub fn run(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<()> 
         timer_tick: Duration::from_millis(10),
         ..DriverConfig::default()
     };
-    let job = RunOn {
-        robots: polymix,
+    let result = run_population_on(
+        backend,
+        &driver_config,
+        Box::new(polymix),
         config,
-        plan: &plan,
+        &plan,
         stop,
-        observer: &mut bar,
-    };
-    let result = backend
-        .dispatch(&driver_config, UringOptions::default(), job)
-        .context("cannot create the generator's event loop")?;
+        &mut bar,
+    );
     bar.finish();
     let command = spawned_proxy.as_ref().map(|proxy| proxy.2.clone());
     drop(stack);

@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use coldwire_bench::population::engine::AsEdges;
-use coldwire_bench::population::run::{PopulationPlan, run_population};
-use coldwire_bench::population::{PopulationConfig, PopulationEngine};
+use coldwire_bench::population::PopulationConfig;
+use coldwire_bench::population::run::{PopulationPlan, run_population_on};
 use coldwire_bench::replay::{ReplayPopulation, connection_rule};
-use coldwire_bench::report::{BenchReport, MachineInfo, RunReport, ServerInfo};
-use coldwire_bench::{LoadConfig, PhaseObserver, SCHEMA_VERSION, ServerWatch, Target};
-use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
+use coldwire_bench::report::{BenchReport, MachineInfo, ServerInfo};
+use coldwire_bench::{LoadConfig, SCHEMA_VERSION, ServerWatch, Target};
+use coldwire_io::{Backend, DriverConfig};
 use coldwire_server::system;
 use coldwire_workload::trace::{ReplayPlan, TraceFormat};
 
@@ -28,32 +27,6 @@ const NEVER_SKIP: Duration = Duration::from_secs(24 * 3600);
 
 /// Most connections a replay holds at once (one per client at most).
 const MAX_OPEN: usize = 60_000;
-
-struct ReplayOn<'a> {
-    population: ReplayPopulation,
-    config: PopulationConfig,
-    plan: &'a PopulationPlan,
-    stop: &'a Arc<AtomicBool>,
-    observer: &'a mut dyn PhaseObserver,
-}
-
-impl WithDriver for ReplayOn<'_> {
-    type Output = anyhow::Result<RunReport>;
-
-    fn run<D: Driver + Send + 'static>(self, driver: D) -> Self::Output {
-        let mut engine = PopulationEngine::new(
-            driver,
-            Box::new(self.population),
-            self.config,
-            self.stop.clone(),
-        )?;
-        Ok(run_population(
-            &mut engine,
-            self.plan,
-            &mut AsEdges(self.observer),
-        )?)
-    }
-}
 
 /// Runs `coldwire bench --replay`.
 pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
@@ -201,16 +174,15 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
         max_connections: max_open + 64,
         ..DriverConfig::default()
     };
-    let job = ReplayOn {
-        population,
+    let result = run_population_on(
+        backend,
+        &driver_config,
+        Box::new(population),
         config,
-        plan: &population_plan,
+        &population_plan,
         stop,
-        observer: &mut bar,
-    };
-    let result = backend
-        .dispatch(&driver_config, UringOptions::default(), job)
-        .context("cannot create the generator's event loop")?;
+        &mut bar,
+    );
     bar.finish();
     let run = result?;
     if let Some(phase) = run.phases.first() {

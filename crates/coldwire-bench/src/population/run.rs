@@ -2,17 +2,20 @@
 //! sampled at every phase edge as the other modes do (`crate::run`), and the result as a
 //! [`RunReport`] whose phases carry their `population` section.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use coldwire_io::Driver;
+use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
 
 use crate::config::{LoadConfig, PhasePlan, Rate};
-use crate::engine::{ColdTotals, PhaseMeasurement, Progress};
+use crate::engine::{ColdTotals, PhaseMeasurement, PhaseObserver, Progress};
 use crate::error::BenchError;
 use crate::report::{PhaseReport, RunReport};
 use crate::run::{Edge, ServerWatch, fill_costs, sample_edge};
 
-use super::engine::{PhaseEdges, PhaseRecordings, PopulationEngine};
+use super::Population;
+use super::engine::{AsEdges, PhaseEdges, PhaseRecordings, PopulationConfig, PopulationEngine};
 
 struct CostEdges<'a> {
     inner: &'a mut dyn PhaseEdges,
@@ -125,4 +128,45 @@ pub fn run_population<D: Driver>(
         warnings: edges.warnings,
         scenario: plan.scenario.clone(),
     })
+}
+
+/// Runs `population` through `plan` on a new driver of `backend` built with
+/// `driver_config`: what `coldwire bench --workload polymix` and `--replay` share.
+/// `observer` sees every phase edge and the progress (a progress bar).
+pub fn run_population_on(
+    backend: Backend,
+    driver_config: &DriverConfig,
+    population: Box<dyn Population>,
+    config: PopulationConfig,
+    plan: &PopulationPlan,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn PhaseObserver,
+) -> Result<RunReport, BenchError> {
+    let job = PopulationOn {
+        population,
+        config,
+        plan,
+        stop,
+        observer,
+    };
+    backend.dispatch(driver_config, UringOptions::default(), job)?
+}
+
+/// A population run waiting for the driver its backend builds.
+struct PopulationOn<'a> {
+    population: Box<dyn Population>,
+    config: PopulationConfig,
+    plan: &'a PopulationPlan,
+    stop: &'a Arc<AtomicBool>,
+    observer: &'a mut dyn PhaseObserver,
+}
+
+impl WithDriver for PopulationOn<'_> {
+    type Output = Result<RunReport, BenchError>;
+
+    fn run<D: Driver + Send + 'static>(self, driver: D) -> Self::Output {
+        let mut engine =
+            PopulationEngine::new(driver, self.population, self.config, self.stop.clone())?;
+        run_population(&mut engine, self.plan, &mut AsEdges(self.observer))
+    }
 }
