@@ -391,15 +391,17 @@ impl<D: Driver> Engine<D> {
                 observer.window_started();
                 cold_at_start = self.cold.held;
             }
-            if !window_closed && now >= window_end {
-                window_closed = true;
-                self.issuing = false;
-                observer.window_ended();
-            }
+            // Slots due before the window's end go out (or count as missed) before the
+            // window closes: a slot due just before the end is offered, never dropped.
             if let Some(schedule) = schedule.as_mut()
                 && self.issuing
             {
                 self.issue_due(schedule, now);
+            }
+            if !window_closed && now >= window_end {
+                window_closed = true;
+                self.issuing = false;
+                observer.window_ended();
             }
             self.expire_backlog(now);
             if window_closed && self.in_flight == 0 && self.backlog.is_empty() {

@@ -280,6 +280,50 @@ fn slots_missed_while_the_generator_stalls_are_counted_not_burst() {
     );
 }
 
+/// Stalls the generator's loop once, at the first progress report past `after`.
+struct StallLate {
+    after: Duration,
+    pause: Duration,
+    done: bool,
+}
+
+impl coldwire_bench::PhaseObserver for StallLate {
+    fn progress(&mut self, progress: &coldwire_bench::Progress) {
+        if !self.done && progress.elapsed >= self.after {
+            self.done = true;
+            thread::sleep(self.pause);
+        }
+    }
+}
+
+#[test]
+fn slots_due_just_before_the_window_ends_are_offered_not_dropped() {
+    let address = start_server(Behaviour::Slow(Duration::ZERO));
+    let mut config = load(address);
+    config.late_limit = Duration::from_millis(5);
+    let driver = ReadinessDriver::<EpollPoller>::new(DriverConfig::default()).unwrap();
+    let mut engine = Engine::new(driver, config, Arc::new(AtomicBool::new(false))).unwrap();
+    let phase = PhasePlan {
+        label: "stalled at the end".into(),
+        rate: Rate::PerSecond(100.0),
+        warmup: Duration::ZERO,
+        duration: Duration::from_secs(1),
+    };
+    // The loop sleeps 500 ms from about 750 ms in: it wakes after the window has ended,
+    // with the last ~25 slots of the window due and unsent.
+    let mut stall = StallLate {
+        after: Duration::from_millis(700),
+        pause: Duration::from_millis(500),
+        done: false,
+    };
+    let measurement = engine.run_phase(&phase, &mut stall).unwrap();
+    let recorder = &measurement.recorder;
+    assert!(stall.done, "the stall never happened");
+    assert_eq!(recorder.offered, 100, "every slot of the window is offered");
+    assert!(recorder.missed >= 15, "missed {}", recorder.missed);
+    assert_eq!(recorder.sent + recorder.missed, recorder.offered);
+}
+
 #[test]
 fn per_second_intervals_add_up_to_the_window() {
     let address = start_server(Behaviour::Slow(Duration::ZERO));

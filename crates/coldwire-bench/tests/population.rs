@@ -263,3 +263,61 @@ fn a_server_serving_wrong_bytes_is_caught() {
     let verified: u64 = phases.iter().map(|phase| phase.population.verified).sum();
     assert_eq!(verified + failures, responses);
 }
+
+/// Stalls the engine's loop once, at the first progress report past `after`.
+struct StallLate {
+    after: Duration,
+    pause: Duration,
+    done: bool,
+}
+
+impl coldwire_bench::PhaseObserver for StallLate {
+    fn progress(&mut self, progress: &coldwire_bench::Progress) {
+        if !self.done && progress.elapsed >= self.after {
+            self.done = true;
+            thread::sleep(self.pause);
+        }
+    }
+}
+
+#[test]
+fn arrivals_due_before_a_phase_ends_are_offered_even_when_the_loop_wakes_late() {
+    let (address, _seen, _served) = start_server(false);
+    let driver = ReadinessDriver::<EpollPoller>::new(DriverConfig::default()).unwrap();
+    let population = Fixed {
+        endpoints: vec![address],
+        users: 1,
+        gap: Duration::from_millis(100),
+        next_id: 0,
+    };
+    let config = PopulationConfig {
+        timeout: Duration::from_secs(5),
+        late_limit: Duration::from_millis(200),
+        max_open: 10,
+        drain: Duration::from_secs(5),
+        seed: 3,
+    };
+    let mut engine = PopulationEngine::new(
+        driver,
+        Box::new(population),
+        config,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    // One arrival every 100 ms from 100 ms on: 9 fall in the 1 s phase. The loop sleeps
+    // 500 ms from about 750 ms in and wakes after the phase's end, with 800 and 900 due.
+    let mut stall = StallLate {
+        after: Duration::from_millis(700),
+        pause: Duration::from_millis(500),
+        done: false,
+    };
+    let phases = [("only".to_owned(), Duration::from_millis(1000))];
+    let recordings = engine.run(&phases, &mut AsEdges(&mut stall)).unwrap();
+    assert!(stall.done, "the stall never happened");
+    let recorder = &recordings[0].recorder;
+    assert_eq!(
+        recorder.offered, 9,
+        "every arrival due in the phase is offered"
+    );
+    assert!(recorder.missed >= 2, "missed {}", recorder.missed);
+}

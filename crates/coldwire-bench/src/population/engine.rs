@@ -229,6 +229,9 @@ impl<D: Driver> PopulationEngine<D> {
                 && self.waiting == 0
                 && self.activated >= self.users.len();
             while self.phase < phases.len() && (now >= phase_end || everyone_done) {
+                // Requests due before the phase's end belong to it (offered, or missed
+                // when late), even when the loop wakes after the end.
+                self.arrivals_due_before(phase_end.min(now + Duration::from_nanos(1)));
                 self.end_phase(now.min(phase_end), observer);
                 if self.phase < phases.len() {
                     self.phase_start = phase_end.min(now);
@@ -256,13 +259,7 @@ impl<D: Driver> PopulationEngine<D> {
                     .active_users(self.phase, elapsed)
                     .min(self.users.len());
                 self.set_active(target);
-                while let Some(&Reverse((due, user))) = self.heap.peek() {
-                    if due > now {
-                        break;
-                    }
-                    self.heap.pop();
-                    self.arrival(user, due);
-                }
+                self.arrivals_due_before(now + Duration::from_nanos(1));
                 self.sample_interval();
             }
             if now >= next_progress {
@@ -355,6 +352,17 @@ impl<D: Driver> PopulationEngine<D> {
                 self.users[user].scheduled = false;
                 self.users[user].done = true;
             }
+        }
+    }
+
+    /// Takes every user's arrival due before `end` off the heap, in time order.
+    fn arrivals_due_before(&mut self, end: Instant) {
+        while let Some(&Reverse((due, user))) = self.heap.peek() {
+            if due >= end {
+                break;
+            }
+            self.heap.pop();
+            self.arrival(user, due);
         }
     }
 
