@@ -104,3 +104,15 @@ pub fn connect_through(proxy: &Proxy, target: &str) -> (TcpStream, String) {
     }
     (stream, String::from_utf8_lossy(&head).into_owned())
 }
+
+/// GET `target` (a path, or an absolute URL for a proxy) on a new connection with
+/// `Connection: close`, and everything the server sent until it closed, as text.
+pub fn get_until_closed(address: SocketAddr, target: &str) -> String {
+    let mut stream = connect(address);
+    stream
+        .write_all(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap_or_else(|error| panic!("sending to {address}: {error}"));
+    String::from_utf8_lossy(&read_rest(&mut stream)).into_owned()
+}

@@ -138,3 +138,9 @@ impl DocumentRoot {
         ]
     }
 }
+
+/// The repository's `docs/` directory: a ready document root of real files for tests that
+/// only need something to serve.
+pub fn docs_directory() -> String {
+    format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
+}

@@ -36,11 +36,11 @@ pub use backends::{backend_available, raise_open_files_limit};
 pub use binary::{coldwire, coldwire_binary};
 pub use body::{body_of, expected_sha256s, pseudo_random_bytes, sha256_of_file};
 pub use client::{
-    READ_TIMEOUT, connect, connect_through, exchange, get_request, read_once, read_rest,
-    read_until_closed,
+    READ_TIMEOUT, connect, connect_through, exchange, get_request, get_until_closed, read_once,
+    read_rest, read_until_closed,
 };
 pub use curl::{CurlOutput, curl, curl_output, curl_response, curl_sha256, via_proxy};
-pub use docroot::{DocumentRoot, SECRET, Served};
+pub use docroot::{DocumentRoot, SECRET, Served, docs_directory};
 pub use origin::{Origin, spawn_server, start_echo_server};
 pub use proxy::Proxy;
 pub use request::{OriginRequest, read_request};

@@ -56,10 +56,6 @@ fn exchange(stream: &mut BufReader<TcpStream>, request: &str) -> Response {
     read_response(stream, false).expect("a response")
 }
 
-fn docs_root() -> String {
-    format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
-}
-
 pub(super) fn stop(mut process: Process) {
     process.signal(libc::SIGTERM).unwrap();
     let status = process.wait_exit(Duration::from_secs(15));
@@ -81,7 +77,7 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
         &[
             "serve",
             "--root",
-            &docs_root(),
+            &coldwire_testkit::docs_directory(),
             "--listen",
             "127.0.0.1:0",
             "--workers",
@@ -182,7 +178,7 @@ fn sigusr1_reopens_the_access_log_after_rotation_losing_no_line(backend: &str) {
     let directory = tempfile::tempdir().unwrap();
     let log = directory.path().join("access.log");
     let log_text = log.to_string_lossy().into_owned();
-    let root = docs_root();
+    let root = coldwire_testkit::docs_directory();
     let (mut server, address) = start(
         &[
             "serve",
@@ -250,7 +246,7 @@ fn systemd_is_told_ready_and_stopping() {
         &[
             "serve",
             "--root",
-            &docs_root(),
+            &coldwire_testkit::docs_directory(),
             "--listen",
             "127.0.0.1:0",
             "--workers",
@@ -299,7 +295,7 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
         .join("no/such/access.log")
         .to_string_lossy()
         .into_owned();
-    let root = docs_root();
+    let root = coldwire_testkit::docs_directory();
     let cases: [(&[&str], i32, &[&str]); 6] = [
         (
             &["serve", "--root", &root, "--listen", &busy_address],

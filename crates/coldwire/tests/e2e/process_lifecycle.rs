@@ -40,28 +40,9 @@ fn serve_args<'a>(root: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-fn get(address: SocketAddr, path: &str) -> String {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer
-}
-
-fn docs_root() -> String {
-    format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
-}
-
 #[test]
 fn a_port_another_process_listens_on_is_address_in_use() {
-    let root = docs_root();
+    let root = coldwire_testkit::docs_directory();
     let first = start(&serve_args(&root, &["--workers", "2"]), Stderr::Null);
     let taken = first.address.to_string();
     for subcommand in [
@@ -86,14 +67,17 @@ fn a_port_another_process_listens_on_is_address_in_use() {
     }
     // The first server, with its two workers, still answers every connection.
     for _ in 0..8 {
-        assert!(get(first.address, "/bench.md").starts_with("HTTP/1.1 200"));
+        assert!(
+            coldwire_testkit::get_until_closed(first.address, "/bench.md")
+                .starts_with("HTTP/1.1 200")
+        );
     }
 }
 
 #[test]
 fn sigterm_stops_a_server_whose_stderr_is_a_closed_pipe() {
     for args in [
-        serve_args(&docs_root(), &[]),
+        serve_args(&coldwire_testkit::docs_directory(), &[]),
         vec!["proxy", "--listen", "127.0.0.1:0"],
     ] {
         let mut running = start(&args, Stderr::Pipe);
@@ -115,12 +99,15 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
     std::fs::create_dir_all(&scratch).unwrap();
     let log = scratch.join("access.log");
     let log_text = log.to_string_lossy().into_owned();
-    let root = docs_root();
+    let root = coldwire_testkit::docs_directory();
     let mut running = start(
         &serve_args(&root, &["--workers", "1", "--access-log", &log_text]),
         Stderr::Null,
     );
-    assert!(get(running.address, "/bench.md").starts_with("HTTP/1.1 200"));
+    assert!(
+        coldwire_testkit::get_until_closed(running.address, "/bench.md")
+            .starts_with("HTTP/1.1 200")
+    );
     // SIGUSR2 is the binary upgrade (the process hands over and exits): upgrade.rs.
     for (name, signal) in [("HUP", libc::SIGHUP), ("USR1", libc::SIGUSR1)] {
         running.process.signal(signal).unwrap();
@@ -129,7 +116,10 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
             running.process.try_wait().is_none(),
             "SIG{name} killed the server"
         );
-        assert!(get(running.address, "/bench.md").starts_with("HTTP/1.1 200"));
+        assert!(
+            coldwire_testkit::get_until_closed(running.address, "/bench.md")
+                .starts_with("HTTP/1.1 200")
+        );
     }
     running.process.signal(libc::SIGTERM).unwrap();
     let status = running.process.wait_exit(Duration::from_secs(15));
@@ -147,7 +137,7 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
 fn sigterm_stops_a_server_after_head_2_closed_its_only_pipe() {
     use std::io::BufRead;
     let (reader, writer) = std::io::pipe().unwrap();
-    let root = docs_root();
+    let root = coldwire_testkit::docs_directory();
     let mut child = Command::new(env!("CARGO_BIN_EXE_coldwire"))
         .args(serve_args(
             &root,
@@ -178,7 +168,9 @@ fn sigterm_stops_a_server_after_head_2_closed_its_only_pipe() {
     drop(lines);
     for _ in 0..3 {
         // An access-log line to stdout, and an error-log line to stderr, both EPIPE.
-        assert!(get(address, "/bench.md").starts_with("HTTP/1.1 200"));
+        assert!(
+            coldwire_testkit::get_until_closed(address, "/bench.md").starts_with("HTTP/1.1 200")
+        );
         let mut stream = TcpStream::connect(address).unwrap();
         stream.write_all(b"NOT HTTP\r\n\r\n").unwrap();
         let mut answer = String::new();
@@ -187,7 +179,7 @@ fn sigterm_stops_a_server_after_head_2_closed_its_only_pipe() {
     }
     // Lines are flushed at least once a second: let them meet the closed pipe.
     std::thread::sleep(Duration::from_millis(1200));
-    assert!(get(address, "/bench.md").starts_with("HTTP/1.1 200"));
+    assert!(coldwire_testkit::get_until_closed(address, "/bench.md").starts_with("HTTP/1.1 200"));
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);

@@ -7,7 +7,7 @@
 //! machine cannot fail them.
 
 use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -110,26 +110,6 @@ fn sighup_changes_the_origin_think_time_on_a_kept_connection(backend: &str) {
     stop(origin);
 }
 
-/// An echo server on 127.0.0.1:0 (thread per connection).
-fn echo_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buffer = [0u8; 4096];
-                while let Ok(read) = stream.read(&mut buffer) {
-                    if read == 0 || stream.write_all(&buffer[..read]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    address
-}
-
 fn connect(address: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect(address).unwrap();
     stream.set_nodelay(true).unwrap();
@@ -153,7 +133,7 @@ fn echo(stream: &mut TcpStream, message: &[u8; 4]) -> Duration {
 /// connection opened before the reload keeps working (its bytes from now on take the new
 /// path too); a changed `--to` is named and kept; a bad file changes nothing.
 fn sighup_changes_the_wan_round_trip_without_dropping_connections(backend: &str) {
-    let echo_address = echo_server();
+    let echo_address = coldwire_testkit::start_echo_server();
     let directory = tempfile::tempdir().unwrap();
     let config = directory.path().join("wan.toml");
     let file = |rtt: &str, to: SocketAddr| {

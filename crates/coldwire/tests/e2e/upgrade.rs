@@ -3,8 +3,8 @@
 //! under a `coldwire bench` load with no failed request, and systemd socket activation
 //! (`LISTEN_FDS`) with a socket the test makes.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -12,10 +12,6 @@ use std::time::{Duration, Instant};
 
 use coldwire_process::{Launch, Process, Stderr};
 use coldwire_testkit::coldwire;
-
-fn docs_root() -> String {
-    format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The address on the first `http://` line of stdout.
 fn address_line(process: &mut Process) -> SocketAddr {
@@ -26,22 +22,6 @@ fn address_line(process: &mut Process) -> SocketAddr {
         .next()
         .and_then(|address| address.parse().ok())
         .unwrap_or_else(|| panic!("no address line: {line:?}"))
-}
-
-/// GET `target` (a path, or an absolute URL through a proxy) on a new connection.
-fn get(address: SocketAddr, target: &str) -> String {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-        .write_all(
-            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer
 }
 
 /// Whether process `pid` is gone (or a zombie: the new process of an upgrade is not this
@@ -91,7 +71,7 @@ fn a_binary_upgrade_under_load_fails_no_request(backend: &str) {
     let old = coldwire([
         "serve",
         "--root",
-        &docs_root(),
+        &coldwire_testkit::docs_directory(),
         "--listen",
         "127.0.0.1:0",
         "--workers",
@@ -109,7 +89,7 @@ fn a_proxy_binary_upgrade_under_load_fails_no_request() {
     let mut origin = coldwire([
         "serve",
         "--root",
-        &docs_root(),
+        &coldwire_testkit::docs_directory(),
         "--listen",
         "127.0.0.1:0",
         "--workers",
@@ -225,7 +205,7 @@ fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
         "/bench.md"
     };
     assert!(
-        get(address, target).starts_with("HTTP/1.1 200"),
+        coldwire_testkit::get_until_closed(address, target).starts_with("HTTP/1.1 200"),
         "the new process serves"
     );
     drop(successor);
@@ -245,7 +225,7 @@ fn systemd_socket_activation_serves_on_the_passed_socket() {
         .arg(format!(
             "LISTEN_PID=$$ LISTEN_FDS=1 exec {} serve --root {} --listen 127.0.0.1:0 --workers 2",
             env!("CARGO_BIN_EXE_coldwire"),
-            docs_root()
+            coldwire_testkit::docs_directory()
         ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -270,7 +250,7 @@ fn systemd_socket_activation_serves_on_the_passed_socket() {
         line.push(byte[0]);
     }
     let line = String::from_utf8_lossy(&line).into_owned();
-    let served = get(address, "/bench.md");
+    let served = coldwire_testkit::get_until_closed(address, "/bench.md");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     let output = child.wait_with_output().unwrap();

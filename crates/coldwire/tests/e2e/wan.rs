@@ -13,26 +13,6 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// An echo server on 127.0.0.1:0 (thread per connection).
-fn echo_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buffer = [0u8; 65536];
-                while let Ok(read) = stream.read(&mut buffer) {
-                    if read == 0 || stream.write_all(&buffer[..read]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    address
-}
-
 /// A sink that counts what it receives and answers with the count once the sender ends.
 fn counting_sink() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -128,7 +108,7 @@ coldwire_testkit::backend_tests! {
 }
 
 fn an_echo_takes_the_round_trip(backend: &str) {
-    let echo = echo_server();
+    let echo = coldwire_testkit::start_echo_server();
     let relay = relay(backend, echo, &["--rtt", "80ms"]);
     let started = Instant::now();
     let mut stream = connect(relay.address);
@@ -176,7 +156,7 @@ fn bandwidth_spreads_a_transfer_over_its_rate(backend: &str) {
 }
 
 fn every_byte_arrives_in_order_under_loss(backend: &str) {
-    let echo = echo_server();
+    let echo = coldwire_testkit::start_echo_server();
     let relay = relay(
         backend,
         echo,
@@ -208,7 +188,7 @@ fn every_byte_arrives_in_order_under_loss(backend: &str) {
 }
 
 fn idle_relayed_connections_cost_no_loop_work(backend: &str) {
-    let echo = echo_server();
+    let echo = coldwire_testkit::start_echo_server();
     let relay = relay(backend, echo, &["--rtt", "10ms"]);
     let mut streams: Vec<TcpStream> = (0..200).map(|_| connect(relay.address)).collect();
     let mut byte = [0u8; 1];
@@ -234,7 +214,7 @@ fn idle_relayed_connections_cost_no_loop_work(backend: &str) {
 /// server side): a round trip pays both delays, and 300 connections opened at once through
 /// the chain each echo their own bytes.
 fn chained_relays_add_their_delays_and_carry_many_connections(backend: &str) {
-    let echo = echo_server();
+    let echo = coldwire_testkit::start_echo_server();
     let server_side = relay(backend, echo, &["--rtt", "40ms"]);
     let client_side = relay(backend, server_side.address, &["--rtt", "40ms"]);
     let mut stream = connect(client_side.address);
