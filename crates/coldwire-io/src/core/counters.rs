@@ -67,6 +67,14 @@ pub struct LoopCounters {
     /// operations (by `user_data`) when it closes — at most one per operation it had armed.
     #[serde(default)]
     pub uring_cancellations: u64,
+    /// Readiness backends: page-cache residency probes (`cachestat`, or the `mincore`
+    /// fallback) made before sending a window of a file.
+    #[serde(default)]
+    pub file_probe_calls: u64,
+    /// Readiness backends: file windows found cold and handed to the read-ahead threads
+    /// instead of being read by `sendfile` on the loop.
+    #[serde(default)]
+    pub file_reads_offloaded: u64,
 }
 
 impl LoopCounters {
@@ -80,6 +88,7 @@ impl LoopCounters {
             + self.close_calls
             + self.shutdown_calls
             + self.control_calls
+            + self.file_probe_calls
             // io_uring backends wait inside io_uring_enter: count each enter once.
             + self.wait_calls.max(self.uring_enter_calls)
     }
@@ -121,6 +130,8 @@ impl LoopCounters {
             uring_completions,
             uring_enter_calls,
             uring_cancellations,
+            file_probe_calls,
+            file_reads_offloaded,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -146,5 +157,7 @@ impl LoopCounters {
         self.uring_completions += uring_completions;
         self.uring_enter_calls += uring_enter_calls;
         self.uring_cancellations += uring_cancellations;
+        self.file_probe_calls += file_probe_calls;
+        self.file_reads_offloaded += file_reads_offloaded;
     }
 }
