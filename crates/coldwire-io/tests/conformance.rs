@@ -17,6 +17,7 @@ mod file_cases;
 mod splice_cases;
 mod support;
 
+use file_cases::cold::a_cold_file_range_is_read_ahead_and_arrives_exact;
 use file_cases::{
     closing_a_blocked_file_send_frees_the_slot,
     consecutive_files_on_different_connections_arrive_intact, sends_files_with_sendfile,
@@ -47,7 +48,20 @@ coldwire_io::for_each_backend!(
     a_connection_closed_while_connecting_is_released,
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
+    a_cold_file_range_is_read_ahead_and_arrives_exact,
 );
+
+/// `COLDWIRE_READ_AHEAD=off` (here: the config field it sets) leaves cold files to
+/// `sendfile` on the loop.
+#[test]
+fn with_read_ahead_off_a_cold_range_is_sent_unprobed() {
+    let config = DriverConfig {
+        read_ahead: false,
+        ..DriverConfig::default()
+    };
+    let driver = coldwire_io::ReadinessDriver::<coldwire_io::EpollPoller>::new(config).unwrap();
+    file_cases::cold::with_read_ahead_off_a_cold_range_is_sent_unprobed(driver);
+}
 
 fn accepts_receives_and_sends<D: Driver>(mut driver: D) {
     let (listener, address) = listener();

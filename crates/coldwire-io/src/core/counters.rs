@@ -83,6 +83,14 @@ pub struct LoopCounters {
     /// full in the middle of a turn (included in `uring_enter_calls`).
     #[serde(default)]
     pub uring_sq_full_enters: u64,
+    /// Readiness backends: page-cache residency probes (`cachestat`, or the `mincore`
+    /// fallback) made before sending a window of a file.
+    #[serde(default)]
+    pub file_probe_calls: u64,
+    /// Readiness backends: file windows found cold and handed to the read-ahead threads
+    /// instead of being read by `sendfile` on the loop.
+    #[serde(default)]
+    pub file_reads_offloaded: u64,
 }
 
 impl LoopCounters {
@@ -96,6 +104,7 @@ impl LoopCounters {
             + self.close_calls
             + self.shutdown_calls
             + self.control_calls
+            + self.file_probe_calls
             // io_uring backends wait inside io_uring_enter: count each enter once.
             + self.wait_calls.max(self.uring_enter_calls)
     }
@@ -141,6 +150,8 @@ impl LoopCounters {
             uring_recv_no_buffers,
             uring_cq_overflows,
             uring_sq_full_enters,
+            file_probe_calls,
+            file_reads_offloaded,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -170,5 +181,7 @@ impl LoopCounters {
         self.uring_recv_no_buffers += uring_recv_no_buffers;
         self.uring_cq_overflows += uring_cq_overflows;
         self.uring_sq_full_enters += uring_sq_full_enters;
+        self.file_probe_calls += file_probe_calls;
+        self.file_reads_offloaded += file_reads_offloaded;
     }
 }
