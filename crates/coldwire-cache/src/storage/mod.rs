@@ -88,7 +88,7 @@ pub mod disk;
 mod memory;
 
 pub use body::{Body, BodyPiece, FileRange, Pieces};
-pub use disk::{DiskConfig, DiskCounters, DiskStorage};
+pub use disk::{DiskConfig, DiskCounters, DiskStorage, IoErrorKinds};
 pub use memory::{MemoryStorage, MemoryWriter};
 
 use std::sync::Arc;

@@ -448,6 +448,7 @@ impl Log {
             .counters
             .io_errors
             .fetch_add(1, Ordering::Relaxed);
+        count_kind(&self.shared.counters, error);
         if errors.is_multiple_of(1000) {
             eprintln!(
                 "coldwire: warning: disk store: cannot {what} a segment in {}: {error} \
@@ -460,6 +461,19 @@ impl Log {
             .paused_until
             .store(unix_seconds() + 2, Ordering::Relaxed);
     }
+}
+
+/// Counts `error` by its kind (Linux's errno values; the rest is counted as `other`).
+fn count_kind(counters: &super::Counters, error: &std::io::Error) {
+    const EIO: i32 = 5;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    let counter = match error.raw_os_error() {
+        Some(ENOSPC | EDQUOT) => &counters.io_errors_no_space,
+        Some(EIO) => &counters.io_errors_io,
+        _ => return,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Takes entry `seq` of `key` out of the map.

@@ -92,6 +92,10 @@ pub struct DiskCounters {
     pub dropped: u64,
     /// Write, sync, create or delete errors (ENOSPC, EIO...).
     pub io_errors: u64,
+    /// The same errors by kind.
+    pub io_errors_by_kind: IoErrorKinds,
+    /// Head records written (a `304` or a `HEAD` response freshened an object on disk).
+    pub heads_written: u64,
     /// Segment files now.
     pub segments: u64,
     /// Segment files deleted to make room.
@@ -100,6 +104,28 @@ pub struct DiskCounters {
     pub recovered: u64,
     /// Milliseconds the start-up scan took.
     pub recovery_ms: u64,
+}
+
+/// The disk store's I/O errors by kind (their sum is [`DiskCounters::io_errors`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IoErrorKinds {
+    /// Out of space (`ENOSPC`, `EDQUOT`).
+    pub no_space: u64,
+    /// The device failed (`EIO`).
+    pub io: u64,
+    /// Anything else (permissions, a read-only file system, ...).
+    pub other: u64,
+}
+
+impl IoErrorKinds {
+    /// The kinds with their names, as the metrics' `kind` label.
+    pub fn labelled(&self) -> [(&'static str, u64); 3] {
+        [
+            ("no_space", self.no_space),
+            ("io", self.io),
+            ("other", self.other),
+        ]
+    }
 }
 
 /// Where the disk copy of an indexed body is.
@@ -187,6 +213,9 @@ struct Counters {
     queue_depth: AtomicU64,
     dropped: AtomicU64,
     io_errors: AtomicU64,
+    io_errors_no_space: AtomicU64,
+    io_errors_io: AtomicU64,
+    heads_written: AtomicU64,
     segments: AtomicU64,
     segments_evicted: AtomicU64,
     recovered: AtomicU64,
@@ -311,6 +340,18 @@ impl Shared {
             queue_bytes: lock(&self.state).pending,
             dropped: load(&counters.dropped),
             io_errors: load(&counters.io_errors),
+            io_errors_by_kind: {
+                let (no_space, io) = (
+                    load(&counters.io_errors_no_space),
+                    load(&counters.io_errors_io),
+                );
+                IoErrorKinds {
+                    no_space,
+                    io,
+                    other: load(&counters.io_errors).saturating_sub(no_space + io),
+                }
+            },
+            heads_written: load(&counters.heads_written),
             segments: load(&counters.segments),
             segments_evicted: load(&counters.segments_evicted),
             recovered: load(&counters.recovered),
