@@ -88,7 +88,7 @@ pub mod disk;
 mod memory;
 
 pub use body::{Body, BodyPiece, FileRange, Pieces};
-pub use disk::{DiskConfig, DiskCounters, DiskStorage};
+pub use disk::{DiskConfig, DiskCounters, DiskStorage, IoErrorKinds};
 pub use memory::{MemoryStorage, MemoryWriter};
 
 use std::sync::Arc;
@@ -136,6 +136,9 @@ pub struct Restored {
     pub initial_age: Duration,
     /// Where its body is.
     pub body: Body,
+    /// It was made stale before it was kept (a `HEAD` response did not match it): it must
+    /// be revalidated before it is served.
+    pub stale: bool,
 }
 
 impl Restored {
@@ -149,6 +152,7 @@ impl Restored {
             response_time: head.response_time,
             initial_age: head.initial_age,
             body,
+            stale: false,
         }
     }
 }
@@ -189,6 +193,15 @@ pub trait Storage: Send + Sync {
     /// under way keep their clones; see the module docs). Called under an index lock: it
     /// must not block.
     fn remove(&self, key: &str, body: &Body);
+
+    /// The index now holds `response` under `key` in place of an older copy sharing its
+    /// body: a `304` or a `HEAD` response freshened it (new fields and times) or made it
+    /// stale (`stale`). A storage that keeps heads (the disk store) records the new one, so a
+    /// restart brings it back. The default keeps nothing. Called under an index lock: it
+    /// must not block.
+    fn refresh(&self, key: &str, response: &StoredResponse, stale: bool) {
+        let _ = (key, response, stale);
+    }
 
     /// The index must make room in memory and is about to evict `response`, whose body is
     /// held in memory under `key`: a storage that also keeps it elsewhere (a disk copy
