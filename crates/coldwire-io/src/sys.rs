@@ -359,3 +359,13 @@ pub fn pages_spanned(offset: u64, length: u64) -> u64 {
     let page = page_size();
     (offset + length - 1) / page - offset / page + 1
 }
+
+/// Tells the kernel `file` is read at random (`POSIX_FADV_RANDOM`): no readahead on its open
+/// file description — every read, `sendfile` included, reads just what it asks for.
+pub fn advise_random_access(file: RawFd) -> io::Result<()> {
+    // SAFETY: advice on a descriptor the caller owns; no memory arguments.
+    match unsafe { libc::posix_fadvise(file, 0, 0, libc::POSIX_FADV_RANDOM) } {
+        0 => Ok(()),
+        error => Err(io::Error::from_raw_os_error(error)),
+    }
+}

@@ -36,7 +36,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
@@ -56,8 +56,10 @@ pub(super) const WINDOW: u64 = 512 * 1024;
 /// `thread_pool`; more would mostly queue on the same disk.
 pub(super) const THREADS: usize = 2;
 
-/// Size of each thread's scratch buffer (the bytes read are thrown away).
-const SCRATCH: usize = 128 * 1024;
+/// Size of each thread's scratch buffer (the bytes read are thrown away): a whole window,
+/// so a cold window is one `pread` — one request to the disk, as the kernel's readahead
+/// (switched off for the file, see `read_window`) would have made it.
+const SCRATCH: usize = WINDOW as usize;
 
 /// What the driver may do with the front file chunk now.
 pub(super) enum FileWindow {
@@ -67,11 +69,17 @@ pub(super) enum FileWindow {
     Reading,
 }
 
-/// A loop's side of read-ahead: whether it is on, and where its reports arrive.
+/// A loop's side of read-ahead: whether it is on, where its reports arrive, and which
+/// windows its jobs are reading.
 pub(super) struct ReadAhead {
     enabled: bool,
     /// Created, and its eventfd registered, at the loop's first cold window.
     reports: Option<Arc<Reports>>,
+    /// Windows being read for this loop: (file, start, end). Their pages enter the page
+    /// cache *before* the disk has filled them, and a probe counts them resident, so a
+    /// window overlapping one of these is read ahead too (its job waits for the pages in
+    /// the pool, not on the loop).
+    in_flight: Vec<(usize, u64, u64)>,
 }
 
 impl ReadAhead {
@@ -79,7 +87,14 @@ impl ReadAhead {
         ReadAhead {
             enabled,
             reports: None,
+            in_flight: Vec::new(),
         }
+    }
+
+    fn is_being_read(&self, file: usize, start: u64, end: u64) -> bool {
+        self.in_flight
+            .iter()
+            .any(|&(other, from, to)| other == file && start < to && from < end)
     }
 }
 
@@ -134,25 +149,25 @@ impl<P: Poller> ReadinessDriver<P> {
         }
         let window = remaining.min(WINDOW);
         let start = offset + progress;
+        let Some(Chunk::File { file: shared, .. }) = connection.output.front() else {
+            return FileWindow::Send(remaining);
+        };
+        let key = Arc::as_ptr(shared) as usize;
         self.counters.file_probe_calls += 1;
-        if is_resident(file, start, window) {
+        if is_resident(file, start, window)
+            && (self.read_ahead.in_flight.is_empty()
+                || !self.read_ahead.is_being_read(key, start, start + window))
+        {
             connection.file_ready = progress + window;
             return FileWindow::Send(window);
         }
+        let file = shared.clone();
         let connection_id = ConnectionId {
             slot: slot as u32,
             generation: connection.generation,
         };
         let Some(reports) = self.reports() else {
             return FileWindow::Send(remaining);
-        };
-        let file = match self
-            .connections
-            .get(slot)
-            .and_then(|connection| connection.output.front())
-        {
-            Some(Chunk::File { file, .. }) => file.clone(),
-            _ => return FileWindow::Send(remaining),
         };
         let job = Job {
             file,
@@ -166,6 +181,7 @@ impl<P: Poller> ReadinessDriver<P> {
             return FileWindow::Send(remaining);
         }
         self.counters.file_reads_offloaded += 1;
+        self.read_ahead.in_flight.push((key, start, start + window));
         if let Some(connection) = self.connections.get_mut(slot) {
             connection.flags |= FILE_READING;
         }
@@ -201,6 +217,15 @@ impl<P: Poller> ReadinessDriver<P> {
         let done =
             std::mem::take(&mut *reports.done.lock().unwrap_or_else(PoisonError::into_inner));
         for report in done {
+            let finished = (report.file, report.start, report.end);
+            if let Some(index) = self
+                .read_ahead
+                .in_flight
+                .iter()
+                .position(|&window| window == finished)
+            {
+                self.read_ahead.in_flight.swap_remove(index);
+            }
             let id = report.connection;
             let Some(connection) = self.connections.get_mut(id.index()) else {
                 continue;
@@ -341,7 +366,15 @@ fn read_ahead_thread(pool: &'static Pool) {
 
 /// Reads `[start, end)` of `file` and throws the bytes away: the point is the page cache.
 /// An error or an early end stops it; the `sendfile` that follows reports the problem.
+///
+/// First it switches the file's kernel readahead off (`POSIX_FADV_RANDOM`, on the open file
+/// description the loop's `sendfile` shares): a file found cold is read by the pool, window
+/// by window, and the kernel must not start reads of its own — from a `sendfile` on the
+/// loop that meets a readahead mark (submitting I/O can block), or beyond this window
+/// (pages in flight look resident to the next probe).
 fn read_window(file: &File, start: u64, end: u64, scratch: &mut [u8]) {
+    // Advice is only an optimisation: a failure changes nothing else.
+    let _ = sys::advise_random_access(file.as_raw_fd());
     let mut position = start;
     while position < end {
         let want = ((end - position) as usize).min(scratch.len());
@@ -357,7 +390,6 @@ fn read_window(file: &File, start: u64, end: u64, scratch: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::os::fd::AsRawFd;
 
     use super::*;
 
@@ -385,6 +417,16 @@ mod tests {
         } else {
             eprintln!("skipped: cachestat(2) unavailable on this kernel");
         }
+    }
+
+    #[test]
+    fn a_window_overlapping_one_being_read_is_recognised() {
+        let mut read_ahead = ReadAhead::new(true);
+        read_ahead.in_flight.push((7, 1000, 2000));
+        assert!(read_ahead.is_being_read(7, 1999, 3000));
+        assert!(read_ahead.is_being_read(7, 0, 1001));
+        assert!(!read_ahead.is_being_read(7, 2000, 3000), "adjacent, not overlapping");
+        assert!(!read_ahead.is_being_read(8, 1000, 2000), "another file");
     }
 
     #[test]
