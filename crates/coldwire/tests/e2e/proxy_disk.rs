@@ -46,7 +46,7 @@ fn serve(stream: TcpStream, seen: &Seen) {
 }
 
 /// The bytes the origin answers for `path`.
-fn object_bytes(path: &str) -> Vec<u8> {
+pub(crate) fn object_bytes(path: &str) -> Vec<u8> {
     let (seed, length) = path
         .strip_prefix("/o/")
         .and_then(|rest| rest.split_once("?n="))
@@ -63,26 +63,26 @@ coldwire_testkit::backend_tests! {
     sigkill_while_filling_never_serves_a_wrong_object,
 }
 
-struct DiskOrigin {
-    address: SocketAddr,
+pub(crate) struct DiskOrigin {
+    pub(crate) address: SocketAddr,
     seen: std::sync::Arc<Seen>,
 }
 
 impl DiskOrigin {
-    fn start() -> DiskOrigin {
+    pub(crate) fn start() -> DiskOrigin {
         let (address, seen) = spawn_server(serve);
         DiskOrigin { address, seen }
     }
 
-    fn path(seed: u64, length: usize) -> String {
+    pub(crate) fn path(seed: u64, length: usize) -> String {
         format!("/o/{seed}?n={length}")
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
-    fn requests(&self, path: &str) -> usize {
+    pub(crate) fn requests(&self, path: &str) -> usize {
         self.seen
             .requests
             .lock()
@@ -94,7 +94,7 @@ impl DiskOrigin {
 }
 
 /// `GET url` through the proxy on a connection of its own: status, `Cache-Status`, body.
-fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)> {
+pub(crate) fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)> {
     let mut stream = TcpStream::connect_timeout(&proxy, Duration::from_secs(5)).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -128,7 +128,7 @@ fn disk_proxy(backend: &str, dir: &Path, extra: &[&str]) -> Proxy {
 }
 
 /// Waits until the proxy's disk store has written everything queued.
-fn settle(proxy: &Proxy) -> serde_json::Value {
+pub(crate) fn settle(proxy: &Proxy) -> serde_json::Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let stats = proxy.stats();
@@ -352,6 +352,10 @@ fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
     let stats = proxy.stats();
     let disk = &stats["cache"]["disk"];
     assert!(disk["io_errors"].as_u64() > Some(0), "{disk}");
+    assert!(
+        disk["io_errors_by_kind"]["no_space"].as_u64() > Some(0),
+        "counted as out of space: {disk}"
+    );
     // Still alive and serving.
     let (status, _, body) = get(proxy.address, &origin.url(&paths[39])).expect("answered");
     assert_eq!(status, 200);
