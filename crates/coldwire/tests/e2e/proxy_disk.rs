@@ -61,6 +61,7 @@ coldwire_testkit::backend_tests! {
     disk_cache_keeps_objects_across_a_restart,
     concurrent_readers_of_an_object_being_written_get_its_bytes,
     sigkill_while_filling_never_serves_a_wrong_object,
+    a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving,
 }
 
 pub(crate) struct DiskOrigin {
@@ -111,7 +112,7 @@ pub(crate) fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)
 }
 
 /// Starts a proxy whose disk store is in `dir`, with stats.
-fn disk_proxy(backend: &str, dir: &Path, extra: &[&str]) -> Proxy {
+pub(crate) fn disk_proxy(backend: &str, dir: &Path, extra: &[&str]) -> Proxy {
     let dir = dir.to_str().expect("a UTF-8 path");
     let mut args = vec![
         "--cache-dir",
@@ -322,8 +323,7 @@ impl Drop for Mounted<'_> {
     }
 }
 
-#[test]
-fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
+fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving(backend: &str) {
     let dir = tempfile::tempdir().expect("a directory");
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
@@ -337,7 +337,7 @@ fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
     let _unmount = Mounted(dir.path());
     let origin = DiskOrigin::start();
     // The store believes it has 64 MiB; the file system has 2 MiB.
-    let proxy = disk_proxy("epoll", dir.path(), &["--cache-dir-size", "64MiB"]);
+    let proxy = disk_proxy(backend, dir.path(), &["--cache-dir-size", "64MiB"]);
     let paths: Vec<String> = (0..40)
         .map(|seed| DiskOrigin::path(seed, 200 << 10))
         .collect();
