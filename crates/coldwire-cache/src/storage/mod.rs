@@ -213,6 +213,12 @@ pub trait Storage: Send + Sync {
         None
     }
 
+    /// A [`Body::File`] it handed out could not be read while a hit was sent (`EIO`): a
+    /// storage on a failing disk checks what it can still read and names the keys it lost
+    /// in [`Storage::take_evictions`] (see [`ReadySink`]). The default does nothing. Called
+    /// on a worker: it must not block.
+    fn read_failed(&self) {}
+
     /// Moves into `into` the keys whose bodies this storage needs the index to forget (its
     /// own space is short, or a body is damaged). The default names none.
     fn take_evictions(&self, into: &mut Vec<String>) {

@@ -22,6 +22,8 @@ mod proxy;
 mod proxy_collapse;
 mod proxy_conformance;
 mod proxy_disk;
+mod proxy_disk_faults;
+mod proxy_disk_refresh;
 mod proxy_framing;
 mod proxy_smuggling;
 mod proxy_splice;

@@ -10,6 +10,8 @@
 //! segment is sealed (its tail is not trusted) and new records go to a new segment; every
 //! error is counted and logged (the first, then one in a thousand), none ends the thread.
 
+mod health;
+
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -106,6 +108,9 @@ impl Log {
             if self.dirty && (stopping || self.last_sync.elapsed() >= SYNC_EVERY) {
                 self.sync();
             }
+            if self.shared.check_reads.swap(false, Ordering::AcqRel) {
+                self.check_reads();
+            }
             if stopping {
                 return;
             }
@@ -116,7 +121,10 @@ impl Log {
     /// store is stopping and the queue is empty.
     fn wait_for_jobs(&self, jobs: &mut Vec<Job>) -> bool {
         let mut queue = lock(&self.shared.queue);
-        if queue.is_empty() && !self.shared.stop.load(Ordering::Acquire) {
+        if queue.is_empty()
+            && !self.shared.stop.load(Ordering::Acquire)
+            && !self.shared.check_reads.load(Ordering::Acquire)
+        {
             queue = self
                 .shared
                 .wake
@@ -425,31 +433,7 @@ impl Log {
         let Some(segment) = self.sealed.pop_front() else {
             return;
         };
-        {
-            let mut state = lock(&self.shared.state);
-            let state = &mut *state;
-            for (key, entries) in state.entries.iter_mut() {
-                let mut evict = false;
-                entries.retain_mut(|entry| {
-                    let here =
-                        matches!(&entry.copy, Copy::At { segment: id, .. } if *id == segment.id);
-                    if !here {
-                        return true;
-                    }
-                    if entry.body.is_in_memory() {
-                        // Still served from memory; just no disk copy any more.
-                        entry.copy = Copy::Gone;
-                        return true;
-                    }
-                    evict = true;
-                    false
-                });
-                if evict {
-                    state.evictions.push(key.clone());
-                }
-            }
-            state.entries.retain(|_, entries| !entries.is_empty());
-        }
+        self.forget_segment(segment.id);
         if let Err(error) = std::fs::remove_file(&segment.path) {
             self.failed("delete", &error);
         }
@@ -503,6 +487,7 @@ impl Log {
         self.shared
             .paused_until
             .store(unix_seconds() + 2, Ordering::Relaxed);
+        self.shared.check_reads.store(true, Ordering::Release);
     }
 }
 

@@ -207,6 +207,9 @@ struct Shared {
     queue: Mutex<VecDeque<Job>>,
     wake: Condvar,
     stop: AtomicBool,
+    /// Set after an I/O error, or a hit that could not read its body: the I/O thread
+    /// checks which segments can still be read.
+    check_reads: AtomicBool,
     /// Set after an I/O error: no new disk copies until this time (a unix-epoch second).
     paused_until: AtomicU64,
     next_seq: AtomicU64,
@@ -309,6 +312,7 @@ impl DiskStorage {
             queue: Mutex::new(VecDeque::new()),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
+            check_reads: AtomicBool::new(false),
             paused_until: AtomicU64::new(0),
             next_seq: AtomicU64::new(recovered.next_seq),
             sink: Mutex::new(None),
@@ -651,6 +655,14 @@ impl Storage for DiskStorage {
         };
         entry.body = Body::File(range.clone());
         Some(entry.body.clone())
+    }
+
+    fn read_failed(&self) {
+        self.shared.check_reads.store(true, Ordering::Release);
+        // Under the queue's lock, so the I/O thread cannot miss the wake-up.
+        let queue = lock(&self.shared.queue);
+        self.shared.wake.notify_one();
+        drop(queue);
     }
 
     fn take_evictions(&self, into: &mut Vec<String>) {
