@@ -223,6 +223,17 @@ pub struct BenchArgs {
         help_heading = "Trace replay"
     )]
     pub replay_max_requests: u64,
+    /// Replay in a closed loop on N connections instead of at the logged pace: each
+    /// connection replays one logged connection after another (taken in logged order,
+    /// the trace starting again at its end), sending the next request as soon as the
+    /// previous answer arrives; measured for --duration after --warmup.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "replay",
+        help_heading = "Trace replay"
+    )]
+    pub replay_connections: Option<usize>,
     /// What the requests are: `urls` (the --url list) or `polymix` (Web Polygraph's
     /// PolyMix-4 robots; without --url the bench starts coldwire origin servers, WAN
     /// relays and a coldwire proxy itself — docs/polymix.md).

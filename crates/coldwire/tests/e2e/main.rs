@@ -29,6 +29,7 @@ mod proxy_smuggling;
 mod proxy_splice;
 mod reload_wan_origin;
 mod replay;
+mod replay_closed;
 mod report;
 mod serve;
 mod upgrade;
