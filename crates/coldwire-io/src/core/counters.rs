@@ -67,6 +67,10 @@ pub struct LoopCounters {
     /// operations (by `user_data`) when it closes — at most one per operation it had armed.
     #[serde(default)]
     pub uring_cancellations: u64,
+    /// Response bodies handed to the kernel whole (`Splice::splice_in_kernel`, a BPF
+    /// sockmap): their bytes show in neither `bytes_received` nor `bytes_sent`.
+    #[serde(default)]
+    pub kernel_bodies: u64,
 }
 
 impl LoopCounters {
@@ -121,6 +125,7 @@ impl LoopCounters {
             uring_completions,
             uring_enter_calls,
             uring_cancellations,
+            kernel_bodies,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -146,5 +151,6 @@ impl LoopCounters {
         self.uring_completions += uring_completions;
         self.uring_enter_calls += uring_enter_calls;
         self.uring_cancellations += uring_cancellations;
+        self.kernel_bodies += kernel_bodies;
     }
 }
