@@ -91,6 +91,10 @@ pub struct LoopCounters {
     /// instead of being read by `sendfile` on the loop.
     #[serde(default)]
     pub file_reads_offloaded: u64,
+    /// Response bodies handed to the kernel whole (`Splice::splice_in_kernel`, a BPF
+    /// sockmap): their bytes show in neither `bytes_received` nor `bytes_sent`.
+    #[serde(default)]
+    pub kernel_bodies: u64,
 }
 
 impl LoopCounters {
@@ -152,6 +156,7 @@ impl LoopCounters {
             uring_sq_full_enters,
             file_probe_calls,
             file_reads_offloaded,
+            kernel_bodies,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -183,5 +188,6 @@ impl LoopCounters {
         self.uring_sq_full_enters += uring_sq_full_enters;
         self.file_probe_calls += file_probe_calls;
         self.file_reads_offloaded += file_reads_offloaded;
+        self.kernel_bodies += kernel_bodies;
     }
 }
