@@ -11,7 +11,8 @@ use coldwire_experiment::runner::{self, RunnerOptions};
 #[derive(Debug, Args)]
 pub struct ExperimentArgs {
     /// Experiments to run (`all` for every one): cold-scaling, rate-response,
-    /// connections-latency, splice, accept-herd, slot-alloc, peers.
+    /// connections-latency, splice, accept-herd, slot-alloc, peers, slow-clients,
+    /// polymix, robots, live-day, network-cost.
     #[arg(required = true, value_name = "NAME")]
     pub names: Vec<String>,
     /// Scaled-down versions (the whole set in under two minutes): proves the pipeline.
