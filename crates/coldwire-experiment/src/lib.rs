@@ -22,6 +22,7 @@ mod accept_herd;
 mod cold_scaling;
 mod connections_latency;
 mod live_day;
+mod network_cost;
 mod peers;
 mod polymix;
 mod rate_response;
@@ -105,6 +106,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "live-day",
         summary: "a compressed day through the proxy: CPU vs request rate regressions and a perf profile",
         run: live_day::run,
+    },
+    Experiment {
+        name: "network-cost",
+        summary: "NASA- and WorldCup-like traces in a closed loop vs coldwire serve and nginx: throughput, CPU per request and per TCP segment vs connections and round-trip time",
+        run: network_cost::run,
     },
 ];
 
