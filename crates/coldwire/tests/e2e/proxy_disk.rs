@@ -45,6 +45,8 @@ fn serve(stream: TcpStream, seen: &Seen) {
     }
 }
 
+mod cold_pages;
+
 /// The bytes the origin answers for `path`.
 pub(crate) fn object_bytes(path: &str) -> Vec<u8> {
     let (seed, length) = path
