@@ -86,10 +86,33 @@ pub fn connect_from(
     address: std::net::SocketAddr,
     source: Option<std::net::IpAddr>,
 ) -> io::Result<(RawFd, bool)> {
-    use std::os::fd::{AsRawFd, IntoRawFd};
+    use std::os::fd::IntoRawFd;
+    let socket = stream_socket(address, source, true)?;
+    let established = match socket.connect(&address.into()) {
+        Ok(()) => true,
+        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => false,
+        Err(error) => return Err(error),
+    };
+    Ok((socket.into_raw_fd(), established))
+}
+
+/// A TCP socket for a connection to `address`, not connected yet: close-on-exec,
+/// `TCP_NODELAY`, non-blocking if asked, and bound to `source` when given (as
+/// [`connect_from`] does). The io_uring driver connects it with an `IORING_OP_CONNECT`.
+pub fn stream_socket(
+    address: std::net::SocketAddr,
+    source: Option<std::net::IpAddr>,
+    nonblocking: bool,
+) -> io::Result<socket2::Socket> {
+    use std::os::fd::AsRawFd;
+    let kind = if nonblocking {
+        socket2::Type::STREAM.nonblocking()
+    } else {
+        socket2::Type::STREAM
+    };
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(address),
-        socket2::Type::STREAM.nonblocking().cloexec(),
+        kind.cloexec(),
         Some(socket2::Protocol::TCP),
     )?;
     socket.set_tcp_nodelay(true)?;
@@ -108,12 +131,7 @@ pub fn connect_from(
         }
         socket.bind(&std::net::SocketAddr::new(source, 0).into())?;
     }
-    let established = match socket.connect(&address.into()) {
-        Ok(()) => true,
-        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => false,
-        Err(error) => return Err(error),
-    };
-    Ok((socket.into_raw_fd(), established))
+    Ok(socket)
 }
 
 /// The pending error of a socket (`SO_ERROR`), which also clears it: how a non-blocking
@@ -246,4 +264,108 @@ pub fn hard_open_files_limit() -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(limit.rlim_max)
+}
+
+/// `cachestat(2)`'s number: Linux 6.5 added it to the table every architecture shares
+/// (the libc crate does not name it on every target yet).
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// `struct cachestat_range` (`linux/mman.h`).
+#[repr(C)]
+struct CachestatRange {
+    offset: u64,
+    length: u64,
+}
+
+/// `struct cachestat` (`linux/mman.h`); only `nr_cache` is read.
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+/// Pages of `file` overlapping `[offset, offset + length)` that are in the page cache
+/// (`cachestat(2)`, Linux 6.5+; `ENOSYS` before, `EPERM` under a filter that does not know
+/// it). `length` must not be zero (zero means "to the end of the file" to the kernel).
+pub fn cached_pages(file: RawFd, offset: u64, length: u64) -> io::Result<u64> {
+    let range = CachestatRange { offset, length };
+    let mut stat = Cachestat::default();
+    // SAFETY: both pointers point to live, correctly laid out structs for the duration of
+    // the call; the kernel reads `range` and writes `stat`; flags must be zero.
+    check(unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            file as libc::c_uint,
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0 as libc::c_uint,
+        )
+    } as isize)?;
+    Ok(stat.nr_cache)
+}
+
+/// The page size (`sysconf(_SC_PAGESIZE)`, 4096 where it cannot be read).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory arguments.
+    match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        size if size > 0 => size as u64,
+        _ => 4096,
+    }
+}
+
+/// Pages of `file` overlapping `[offset, offset + length)` that are in the page cache,
+/// asked with `mincore(2)` on a temporary read-only mapping: the fallback where
+/// `cachestat(2)` is missing (three system calls instead of one). The kernel answers for
+/// the page cache only when the caller may write the file (its owner, or write
+/// permission); otherwise it reports pages as absent, which is the safe answer here.
+pub fn cached_pages_by_mincore(file: RawFd, offset: u64, length: u64) -> io::Result<u64> {
+    let page = page_size();
+    let start = offset - offset % page;
+    let span = (offset + length - start) as usize;
+    // SAFETY: a fresh shared read-only mapping chosen by the kernel; it is unmapped below
+    // and never dereferenced.
+    let address = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file,
+            start as libc::off_t,
+        )
+    };
+    if address == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut vector = vec![0u8; span.div_ceil(page as usize)];
+    // SAFETY: `address` is the start of a `span`-byte mapping made above; `vector` has one
+    // byte per page of it for the kernel to write.
+    let result = check(unsafe { libc::mincore(address, span, vector.as_mut_ptr()) } as isize);
+    // SAFETY: unmaps exactly the mapping made above, which nothing else refers to.
+    unsafe { libc::munmap(address, span) };
+    result?;
+    Ok(vector.iter().filter(|&&flags| flags & 1 != 0).count() as u64)
+}
+
+/// Pages a byte range `[offset, offset + length)` touches.
+pub fn pages_spanned(offset: u64, length: u64) -> u64 {
+    if length == 0 {
+        return 0;
+    }
+    let page = page_size();
+    (offset + length - 1) / page - offset / page + 1
+}
+
+/// Tells the kernel `file` is read at random (`POSIX_FADV_RANDOM`): no readahead on its open
+/// file description — every read, `sendfile` included, reads just what it asks for.
+pub fn advise_random_access(file: RawFd) -> io::Result<()> {
+    // SAFETY: advice on a descriptor the caller owns; no memory arguments.
+    match unsafe { libc::posix_fadvise(file, 0, 0, libc::POSIX_FADV_RANDOM) } {
+        0 => Ok(()),
+        error => Err(io::Error::from_raw_os_error(error)),
+    }
 }

@@ -74,13 +74,14 @@ fn escape(text: &str) -> String {
 
 /// System calls by kind: the label value and the counter (the metrics' `kind` label and
 /// the stats log's `syscalls` keys).
-pub fn syscall_kinds(counters: &LoopCounters) -> [(&'static str, u64); 10] {
+pub fn syscall_kinds(counters: &LoopCounters) -> [(&'static str, u64); 11] {
     [
         ("accept", counters.accept_calls),
         ("connect", counters.connect_calls),
         ("recv", counters.recv_calls),
         ("send", counters.send_calls),
         ("sendfile", counters.sendfile_calls),
+        ("file_probe", counters.file_probe_calls),
         ("close", counters.close_calls),
         ("shutdown", counters.shutdown_calls),
         ("epoll_ctl", counters.control_calls),

@@ -229,6 +229,22 @@ pub struct DriverConfig {
     /// the usual timeout: a timer further away than one rotation is revisited once per
     /// rotation, which can cost an empty wake-up.
     pub timer_slots: usize,
+    /// Readiness backends: before `sendfile` sends a file's bytes, check they are in the
+    /// page cache and have a thread pool read them if not, so the loop never waits for the
+    /// disk (see `readiness/read_ahead.rs`). Default on; `COLDWIRE_READ_AHEAD=off` in the
+    /// environment turns it off (for comparisons). The io_uring driver needs no such thing
+    /// (its file splices run in the kernel's workers) and ignores it.
+    pub read_ahead: bool,
+}
+
+/// Whether `COLDWIRE_READ_AHEAD` leaves read-ahead on (anything but `off`, `0`, `false`, `no`).
+fn read_ahead_from_environment() -> bool {
+    !std::env::var("COLDWIRE_READ_AHEAD").is_ok_and(|value| {
+        matches!(
+            value.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no"
+        )
+    })
 }
 
 impl Default for DriverConfig {
@@ -241,6 +257,7 @@ impl Default for DriverConfig {
             accept_batch: 128,
             timer_tick: Duration::from_millis(50),
             timer_slots: 8192,
+            read_ahead: read_ahead_from_environment(),
         }
     }
 }
@@ -257,7 +274,9 @@ pub trait Driver {
     /// Starts a non-blocking connection to `address` (TCP_NODELAY set). The id is valid at
     /// once: output may be queued before `Connected` arrives and is written after it. Fails
     /// at once only for local errors (no descriptors); refusals and timeouts come as
-    /// `Failed`. Counts towards the connection limit.
+    /// `Failed`. Counts towards the connection limit. The attempt may begin only at the
+    /// next [`Driver::wait`]: io_uring submits its `CONNECT` with the loop turn's other
+    /// submissions.
     fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId>;
 
     /// [`Driver::connect`] from the local address `source` (bound before connecting): a

@@ -124,6 +124,7 @@ impl<P: Poller> ReadinessDriver<P> {
             output: VecDeque::new(),
             front_progress: 0,
             recv_limit: 0,
+            file_ready: 0,
         });
         if let Err(error) = self.poller.register(fd, slot, interest) {
             self.connections.remove(slot);

@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::IntoRawFd;
 use std::time::{Duration, Instant};
 
+use super::stream::Written;
 use super::{
     CONNECTING, LISTENER_TOKEN_BASE, ListenerState, MAY_READ, MAY_WRITE, RECV_ARMED,
     ReadinessDriver, WRITE_WAITING, is_current,
@@ -130,10 +131,18 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
             return Flush::Pending;
         }
         match self.write_queue(id.index()) {
-            Ok(true) => Flush::Done,
-            Ok(false) => {
+            Ok(Written::All) => Flush::Done,
+            Ok(Written::SocketFull) => {
                 if let Some(connection) = self.connections.get_mut(id.index()) {
                     connection.flags = (connection.flags & !MAY_WRITE) | WRITE_WAITING;
+                }
+                self.update_interest(id);
+                Flush::Pending
+            }
+            Ok(Written::WaitingForDisk) => {
+                // The socket may still be writable: only the read-ahead's report continues.
+                if let Some(connection) = self.connections.get_mut(id.index()) {
+                    connection.flags |= WRITE_WAITING;
                 }
                 self.update_interest(id);
                 Flush::Pending

@@ -20,7 +20,9 @@
 //! Files: this one holds the state and the loop turn (`wait`'s dispatch of readiness
 //! events); `accept.rs` accepting and opening connections; `stream.rs` receiving and
 //! writing output when a socket is ready; `api.rs` the [`Driver`](crate::Driver) contract
-//! on top; `splice.rs` the [`Splice`](crate::Splice) extension with `splice(2)`/`tee(2)`.
+//! on top; `splice.rs` the [`Splice`](crate::Splice) extension with `splice(2)`/`tee(2)`;
+//! `read_ahead.rs` keeping a file's cold pages off the loop (a thread pool reads them before
+//! `sendfile` does); `sockmap_body.rs` its kernel-only transfers (`Splice::splice_in_kernel`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -43,11 +45,15 @@ use crate::sys;
 
 mod accept;
 mod api;
+mod read_ahead;
+mod sockmap_body;
 mod splice;
 mod stream;
 
 const LISTENER_TOKEN_BASE: usize = 1 << 40;
 const WAKER_TOKEN: usize = usize::MAX;
+/// The read-ahead pool's reports (see `read_ahead.rs`).
+const READ_AHEAD_TOKEN: usize = usize::MAX - 1;
 
 const RECV_ARMED: u8 = 1;
 const MAY_READ: u8 = 2;
@@ -57,6 +63,8 @@ const CONNECTING: u8 = 16;
 /// A splice waits to read this socket / to write to it (see `splice.rs`).
 const SPLICE_READ: u8 = 32;
 const SPLICE_WRITE: u8 = 64;
+/// The front file chunk's next window is being read ahead (see `read_ahead.rs`).
+const FILE_READING: u8 = 128;
 
 struct Connection {
     fd: RawFd,
@@ -70,6 +78,9 @@ struct Connection {
     front_progress: u64,
     /// Most bytes the next receive takes (0: the whole buffer); see `Splice::recv_at_most`.
     recv_limit: u32,
+    /// The front chunk (a file) is known resident up to this progress; 0 when the front
+    /// chunk changes (see `read_ahead.rs`).
+    file_ready: u64,
 }
 
 impl Occupant for Connection {
@@ -110,8 +121,10 @@ pub struct ReadinessDriver<P: Poller> {
     waker: Waker,
     now: Instant,
     splices: splice::Splices,
+    kernel_bodies: sockmap_body::KernelBodies,
     /// Set during `flush_more`: the last `sendmsg` of the flush carries `MSG_MORE`.
     more_follows: bool,
+    read_ahead: read_ahead::ReadAhead,
 }
 
 /// Whether `id` still names the slot's current occupant.
@@ -128,6 +141,7 @@ impl<P: Poller> ReadinessDriver<P> {
         let waker = Waker::new()?;
         poller.register(waker.raw_fd(), WAKER_TOKEN, Interest::READABLE)?;
         let now = Instant::now();
+        let read_ahead = read_ahead::ReadAhead::new(config.read_ahead);
         Ok(ReadinessDriver {
             poller,
             timers: ConnectionTimers::new(&config, now),
@@ -145,7 +159,9 @@ impl<P: Poller> ReadinessDriver<P> {
             waker,
             now,
             splices: splice::Splices::new(),
+            kernel_bodies: sockmap_body::KernelBodies::default(),
             more_follows: false,
+            read_ahead,
         })
     }
 
@@ -163,7 +179,9 @@ impl<P: Poller> ReadinessDriver<P> {
         };
         let wanted = Interest {
             readable: connection.flags & (RECV_ARMED | SPLICE_READ) != 0,
-            writable: connection.flags & (WRITE_WAITING | CONNECTING | SPLICE_WRITE) != 0,
+            // Output waiting for a read-ahead does not wait for the socket.
+            writable: connection.flags & (WRITE_WAITING | FILE_READING) == WRITE_WAITING
+                || connection.flags & (CONNECTING | SPLICE_WRITE) != 0,
         };
         if wanted != connection.interest {
             connection.interest = wanted;
@@ -178,7 +196,12 @@ impl<P: Poller> ReadinessDriver<P> {
             return Some(Duration::ZERO);
         }
         let deadlines = [self.timers.next_deadline(), self.accepting.resumes_at()];
-        until_earliest(requested, self.now, deadlines)
+        let timeout = until_earliest(requested, self.now, deadlines);
+        if self.kernel_bodies.is_busy() {
+            let interval = sockmap_body::POLL_INTERVAL;
+            return Some(timeout.map_or(interval, |timeout| timeout.min(interval)));
+        }
+        timeout
     }
 
     /// One loop turn: waits for readiness and performs what became possible, accepts, and
@@ -199,6 +222,7 @@ impl<P: Poller> ReadinessDriver<P> {
                     self.waker.drain();
                     self.completions.push_back(Completion::Woken);
                 }
+                READ_AHEAD_TOKEN => self.read_ahead_reported(),
                 token if token >= LISTENER_TOKEN_BASE => {
                     if !self.accepting.is_paused() {
                         self.accept_from(token - LISTENER_TOKEN_BASE);
@@ -209,6 +233,7 @@ impl<P: Poller> ReadinessDriver<P> {
         }
         self.events = events;
         result?;
+        self.poll_kernel_bodies();
         self.accept_pending();
         let completions = &mut self.completions;
         self.timers

@@ -1,7 +1,8 @@
 //! Moving a connection's bytes on the readiness driver: a receive performed when the
 //! socket may be readable (into a pooled buffer taken only then), output written when it
 //! may be writable — gathered memory in one `sendmsg` (up to [`GATHER`] slices, `MSG_MORE`
-//! while more follows), file ranges with `sendfile` — and the dispatch of a connection's
+//! while more follows), file ranges with `sendfile` once their pages are resident
+//! (`read_ahead.rs`) — and the dispatch of a connection's
 //! readiness event to whichever of these (or a splice, or a finished connect) waits for it.
 //!
 //! The hints: a receive that fills less than it asked for clears `MAY_READ` (the stream was
@@ -11,6 +12,7 @@
 use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
 
+use super::read_ahead::FileWindow;
 use super::{CONNECTING, MAY_READ, MAY_WRITE, RECV_ARMED, ReadinessDriver, WRITE_WAITING};
 use crate::driver::{Chunk, Completion, ConnectionId};
 use crate::poller::{Event, Poller};
@@ -19,6 +21,16 @@ use crate::sys;
 
 /// Largest single `sendfile` request (the kernel caps one call near 2 GiB anyway).
 const SENDFILE_MAX: u64 = 1 << 30;
+
+/// How far [`ReadinessDriver::write_queue`] got.
+pub(super) enum Written {
+    /// The queue is empty.
+    All,
+    /// The socket took less than offered: wait until it is writable.
+    SocketFull,
+    /// The front file chunk's next window is being read ahead: its report continues.
+    WaitingForDisk,
+}
 
 impl<P: Poller> ReadinessDriver<P> {
     pub(super) fn receive_now(&mut self, id: ConnectionId) {
@@ -75,17 +87,17 @@ impl<P: Poller> ReadinessDriver<P> {
         self.update_interest(id);
     }
 
-    /// Writes the output queue until it is empty (`Ok(true)`) or the socket is full
-    /// (`Ok(false)`).
-    pub(super) fn write_queue(&mut self, slot: usize) -> io::Result<bool> {
+    /// Writes the output queue until it is empty, the socket is full, or a file's next
+    /// window is being read ahead (see [`Written`]).
+    pub(super) fn write_queue(&mut self, slot: usize) -> io::Result<Written> {
         loop {
             let Some(connection) = self.connections.get_mut(slot) else {
-                return Ok(true);
+                return Ok(Written::All);
             };
             let fd = connection.fd;
             let progress = connection.front_progress;
             let Some(front) = connection.output.front() else {
-                return Ok(true);
+                return Ok(Written::All);
             };
             let (written, requested) = if let Chunk::File {
                 file,
@@ -93,10 +105,15 @@ impl<P: Poller> ReadinessDriver<P> {
                 length,
             } = front
             {
-                let requested = (length - progress).min(SENDFILE_MAX);
+                let (file_fd, offset, length) = (file.as_raw_fd(), *offset, *length);
+                let allowed = match self.file_window(slot, file_fd, offset, length, progress) {
+                    FileWindow::Send(allowed) => allowed,
+                    FileWindow::Reading => return Ok(Written::WaitingForDisk),
+                };
+                let requested = allowed.min(SENDFILE_MAX);
                 let mut position = offset + progress;
                 self.counters.sendfile_calls += 1;
-                let result = sys::sendfile(fd, file.as_raw_fd(), &mut position, requested as usize);
+                let result = sys::sendfile(fd, file_fd, &mut position, requested as usize);
                 match result {
                     Ok(0) => {
                         return Err(io::Error::new(
@@ -133,15 +150,15 @@ impl<P: Poller> ReadinessDriver<P> {
             self.counters.bytes_sent += written;
             self.consume_output(slot, written);
             if written < requested {
-                return Ok(false);
+                return Ok(Written::SocketFull);
             }
         }
     }
 
-    fn would_block_or(&mut self, error: io::Error) -> io::Result<bool> {
+    fn would_block_or(&mut self, error: io::Error) -> io::Result<Written> {
         if error.kind() == io::ErrorKind::WouldBlock {
             self.counters.would_block += 1;
-            Ok(false)
+            Ok(Written::SocketFull)
         } else {
             Err(error)
         }
@@ -153,34 +170,43 @@ impl<P: Poller> ReadinessDriver<P> {
             let progress = &mut connection.front_progress;
             self.output_pools
                 .consume(&mut connection.output, progress, written);
+            if connection.front_progress == 0 {
+                // The front chunk was finished: what was known resident was about it.
+                connection.file_ready = 0;
+            }
         }
     }
 
+    /// Drops the output queue (a failed write, a close). A read-ahead in flight keeps its
+    /// `FILE_READING` flag until its report arrives, so no second one starts meanwhile.
     pub(super) fn drop_output(&mut self, slot: usize) {
         let Some(connection) = self.connections.get_mut(slot) else {
             return;
         };
         connection.front_progress = 0;
+        connection.file_ready = 0;
         connection.flags &= !WRITE_WAITING;
         for chunk in connection.output.drain(..) {
             self.output_pools.recycle(chunk);
         }
     }
 
-    fn continue_write(&mut self, id: ConnectionId) {
+    pub(super) fn continue_write(&mut self, id: ConnectionId) {
         match self.write_queue(id.index()) {
-            Ok(true) => {
+            Ok(Written::All) => {
                 if let Some(connection) = self.connections.get_mut(id.index()) {
                     connection.flags &= !WRITE_WAITING;
                 }
                 self.completions
                     .push_back(Completion::Sent { connection: id });
             }
-            Ok(false) => {
+            Ok(Written::SocketFull) => {
                 if let Some(connection) = self.connections.get_mut(id.index()) {
                     connection.flags &= !MAY_WRITE;
                 }
             }
+            // The read-ahead's report continues the write.
+            Ok(Written::WaitingForDisk) => {}
             Err(error) => {
                 self.drop_output(id.index());
                 self.completions.push_back(Completion::Failed {

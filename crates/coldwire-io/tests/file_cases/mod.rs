@@ -1,6 +1,7 @@
 //! File output on every driver (`Chunk::File`: `sendfile` on the readiness driver, linked
 //! `SPLICE` pieces on io_uring): ranges arrive exact, consecutive files never mix, and a
-//! file send blocked on a peer that stopped reading ends with its connection.
+//! file send blocked on a peer that stopped reading ends with its connection; `cold.rs`:
+//! files whose pages are not in the page cache (read ahead off the loop).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -10,6 +11,8 @@ use std::time::Duration;
 use coldwire_io::{Chunk, Completion, Driver, Flush};
 
 use crate::support::{accept_one, is_uring_driver, listener, run_until};
+
+pub mod cold;
 
 pub fn sends_files_with_sendfile<D: Driver>(mut driver: D) {
     let (listener, address) = listener();

@@ -51,6 +51,7 @@ pub struct Loop {
     pub recv_calls: u64,
     pub send_calls: u64,
     pub sendfile_calls: u64,
+    pub file_probe_calls: u64,
     pub close_calls: u64,
     pub shutdown_calls: u64,
     pub control_calls: u64,
@@ -68,6 +69,7 @@ impl Loop {
             + self.recv_calls
             + self.send_calls
             + self.sendfile_calls
+            + self.file_probe_calls
             + self.close_calls
             + self.shutdown_calls
             + self.control_calls
