@@ -425,7 +425,10 @@ mod tests {
         read_ahead.in_flight.push((7, 1000, 2000));
         assert!(read_ahead.is_being_read(7, 1999, 3000));
         assert!(read_ahead.is_being_read(7, 0, 1001));
-        assert!(!read_ahead.is_being_read(7, 2000, 3000), "adjacent, not overlapping");
+        assert!(
+            !read_ahead.is_being_read(7, 2000, 3000),
+            "adjacent, not overlapping"
+        );
         assert!(!read_ahead.is_being_read(8, 1000, 2000), "another file");
     }
 
