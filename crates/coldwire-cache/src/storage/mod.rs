@@ -28,6 +28,13 @@
 //!   is left but its own (`Arc::strong_count`) — e.g. one file per segment of a
 //!   log-structured store, a segment recycled when nothing reads it, or one file per
 //!   object, unlinked on removal (an open descriptor keeps an unlinked file's bytes).
+//! - **Refresh**: a `304` or a `HEAD` response that freshens a stored response (new
+//!   fields and times, or made stale) hands the new copy, sharing the body, to
+//!   [`Storage::refresh`] before indexing it: a storage that keeps heads persists it.
+//! - **Failed reads**: a hit whose `FileRange` could not be read while it was sent is
+//!   reported ([`Storage::read_failed`]); the storage names what it lost in
+//!   [`Storage::take_evictions`] and may call its [`ReadySink`] with nothing to have them
+//!   forgotten at once.
 //! - **Account**: a `Body::Memory` is charged against the store's byte budget
 //!   (`--cache-bytes`) by the index, which evicts least recently used keys to stay within
 //!   it (first offering their bodies to [`Storage::spill`]); a `Body::File` is charged

@@ -4,7 +4,7 @@
 //! appended like any other and guarded like any other (the header's crc32 and lengths, the
 //! crc32 of key ‖ head ‖ body, the head decoded exactly); at recovery, the newest intact
 //! head record naming an object (by its sequence number, for the same key and `Vary` key)
-//! replaces the head the object was written with ([`apply`]).
+//! replaces the head the object was written with (`apply`).
 //!
 //! ```text
 //! head record = record header (kind 3, its own seq) | key | head | body (9 bytes):
