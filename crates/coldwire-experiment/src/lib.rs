@@ -49,8 +49,8 @@ pub struct Experiment {
 
 /// Every experiment, in the order `coldwire experiment all` runs them; `coldwire experiment
 /// --help` lists them from here ([`names_help`]), so a new experiment is one entry here
-/// (and its scenario file). Issue 14's four macro-experiments: polymix, robots, live-day
-/// below, and network-cost — added here by its own branch.
+/// (and its scenario file). Issue 14's four macro-experiments are polymix, robots,
+/// live-day and network-cost.
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "cold-scaling",
