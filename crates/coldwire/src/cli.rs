@@ -81,6 +81,9 @@ pub enum DataPathArg {
     Copy,
     /// splice(2) through pooled pipes for bodies (or chunks) of at least --splice-threshold.
     Splice,
+    /// CONNECT tunnels spliced inside the kernel by a BPF sockmap (docs/sockmap.md),
+    /// bodies as with splice; falls back to splice with a warning where refused.
+    Sockmap,
 }
 
 /// `coldwire proxy`.

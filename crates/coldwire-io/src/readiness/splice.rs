@@ -110,6 +110,13 @@ impl<P: Poller> Splice for ReadinessDriver<P> {
     fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
         self.splices.take_copy(destination)
     }
+
+    /// The connection's descriptor; reads happen only when the server arms a receive.
+    fn lend_socket(&mut self, id: ConnectionId) -> io::Result<std::os::fd::RawFd> {
+        current(&mut self.connections, id)
+            .map(|connection| connection.fd)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+    }
 }
 
 impl<P: Poller> ReadinessDriver<P> {

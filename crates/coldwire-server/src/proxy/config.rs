@@ -35,6 +35,17 @@ pub enum DataPath {
     /// tunnels; a cacheable body keeps its copy with tee(2). Falls back to copying on
     /// drivers without splice.
     Splice,
+    /// CONNECT tunnels spliced inside the kernel by a BPF sockmap after the `200` (no
+    /// system call per chunk; docs/sockmap.md); response bodies as with `Splice`. Falls
+    /// back to `Splice` (see [`ProxyConfig::sockmap_refused`]).
+    Sockmap,
+}
+
+impl DataPath {
+    /// Whether response bodies (and, without the sockmap, tunnels) take the splice path.
+    pub fn splices(self) -> bool {
+        matches!(self, DataPath::Splice | DataPath::Sockmap)
+    }
 }
 
 /// Configuration of the caching proxy.
@@ -71,6 +82,10 @@ pub struct ProxyConfig {
     /// Bodies (and chunks) at least this long take the splice path when `data_path` is
     /// `Splice`. Default 16 KiB, where splice measured cheaper than copy.
     pub splice_threshold: u64,
+    /// Set at start-up when `data_path` is `Sockmap` but the kernel, the privileges or
+    /// the backend refused it (one warning said why): tunnels take the splice path, each
+    /// counted as a fallback.
+    pub sockmap_refused: bool,
     /// The name in `Via` and `Cache-Status` (a token).
     pub name: String,
     /// How long a miss waits for another request's fetch of the same key (collapsed
@@ -105,6 +120,7 @@ impl ProxyConfig {
             revalidate_always: false,
             data_path: DataPath::Copy,
             splice_threshold: 16 * 1024,
+            sockmap_refused: false,
             name: "coldwire".to_owned(),
             collapse_wait: Duration::from_secs(10),
             connect_ports: ConnectPorts::default(),

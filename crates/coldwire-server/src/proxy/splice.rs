@@ -18,7 +18,6 @@ use bytes::Bytes;
 use coldwire_http::ResponseFraming;
 use coldwire_io::{Chunk, ConnectionId, Driver, Splice};
 
-use super::config::DataPath;
 use super::exchange::SplicePlan;
 use super::state::Client;
 use super::worker::{Step, Worker};
@@ -43,7 +42,7 @@ pub(super) enum TunnelSplice {
 impl<D: Driver> Worker<D> {
     /// Whether the splice data path is configured and the driver can splice.
     fn splicing(&mut self) -> bool {
-        self.config.data_path == DataPath::Splice && self.driver.splicer().is_ok()
+        self.config.data_path.splices() && self.driver.splicer().is_ok()
     }
 
     /// Whether this exchange's body may take the splice path at all.
@@ -58,7 +57,7 @@ impl<D: Driver> Worker<D> {
     /// Arms the receive of an origin's response head: on the splice path it takes at most
     /// [`HEAD_READ_BYTES`], so that a long body stays in the kernel for the splice.
     pub(super) fn arm_response_head_read(&mut self, origin: ConnectionId) {
-        if self.config.data_path == DataPath::Splice
+        if self.config.data_path.splices()
             && let Ok(splicer) = self.driver.splicer()
         {
             splicer.recv_at_most(origin, HEAD_READ_BYTES);
@@ -229,7 +228,7 @@ impl<D: Driver> Worker<D> {
         client: ConnectionId,
         origin: ConnectionId,
     ) -> TunnelSplice {
-        if self.config.data_path != DataPath::Splice {
+        if !self.config.data_path.splices() {
             return TunnelSplice::Copied;
         }
         let Ok(splicer) = self.driver.splicer() else {

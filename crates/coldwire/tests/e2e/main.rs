@@ -24,6 +24,7 @@ mod proxy_conformance;
 mod proxy_disk;
 mod proxy_framing;
 mod proxy_smuggling;
+mod proxy_sockmap;
 mod proxy_splice;
 mod reload_wan_origin;
 mod replay;
