@@ -304,3 +304,51 @@ fn a_proxy_that_dies_mid_splice_leaves_both_ends_an_end_of_stream() {
         );
     }
 }
+
+/// `insert_pair_in_place`: bytes already queued on both sockets when they are inserted
+/// (a whole request sent before the splice, nothing more to come until it is answered)
+/// are forwarded by the kernel at once, in order, ahead of what follows; the caller writes
+/// nothing itself.
+#[test]
+fn bytes_queued_before_in_place_insertion_are_forwarded_by_the_kernel_in_order() {
+    probe().unwrap();
+    let topology = topology();
+    let size = 1 << 20;
+    let early = 5000;
+    let upstream = pattern(size, 7);
+    let downstream = pattern(size, 8);
+    let mut client = topology.client;
+    let mut server = topology.server;
+    client.write_all(&upstream[..early]).unwrap();
+    server.write_all(&downstream[..early]).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    let sockmap = Sockmap::new(4).unwrap();
+    let fds = [topology.proxy[0].as_raw_fd(), topology.proxy[1].as_raw_fd()];
+    let pair = sockmap.insert_pair_in_place(fds).unwrap();
+    // Nothing else is sent yet: the queued bytes must arrive on their own.
+    for (end, expected) in [(&mut server, &upstream), (&mut client, &downstream)] {
+        end.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut first = vec![0u8; early];
+        end.read_exact(&mut first)
+            .expect("bytes queued before insertion must be forwarded without more traffic");
+        assert_eq!(first, expected[..early]);
+    }
+    let at_server = exchange(server, downstream[early..].to_vec());
+    let at_client = exchange(client, upstream[early..].to_vec());
+    forward_ends(&sockmap, &pair, &topology.proxy, [0, 0]);
+    let mut received_by_server = upstream[..early].to_vec();
+    received_by_server.extend(at_server.join().unwrap());
+    let mut received_by_client = downstream[..early].to_vec();
+    received_by_client.extend(at_client.join().unwrap());
+    assert_eq!(sha256(&received_by_server), sha256(&upstream));
+    assert_eq!(sha256(&received_by_client), sha256(&downstream));
+    assert_eq!(
+        [
+            sockmap.redirected(&pair, 0).unwrap(),
+            sockmap.redirected(&pair, 1).unwrap()
+        ],
+        [size as u64; 2],
+        "the kernel moved every byte, the queued ones included"
+    );
+    sockmap.remove_pair(&pair);
+}

@@ -125,6 +125,18 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         |worker| worker.http.connection_limit_reached,
     ),
     (
+        "coldwire_tunnels_sockmap_total",
+        "counter",
+        "Proxy CONNECT tunnels spliced in the kernel by the BPF sockmap (--data-path sockmap).",
+        |worker| worker.http.tunnels_sockmap,
+    ),
+    (
+        "coldwire_sockmap_fallbacks_total",
+        "counter",
+        "Proxy CONNECT tunnels that fell back to splice or copy under --data-path sockmap (sockmap refused, --io uring, or the insertion failed).",
+        |worker| worker.http.sockmap_fallbacks,
+    ),
+    (
         "coldwire_bytes_sent_total",
         "counter",
         "Bytes sent on connections (clients and origins).",

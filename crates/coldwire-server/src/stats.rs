@@ -51,6 +51,12 @@ pub struct RequestCounters {
     /// because no upstream connection could be opened — the worker's connection limit or
     /// the process's descriptors ran out.
     pub connection_limit_reached: u64,
+    /// Proxy, `--data-path sockmap`: CONNECT tunnels spliced in the kernel (BPF sockmap).
+    pub tunnels_sockmap: u64,
+    /// Proxy, `--data-path sockmap`: CONNECT tunnels that took the splice (or copy) path
+    /// instead — the kernel or privileges refused the sockmap, `--io uring`, or the
+    /// insertion of the pair failed.
+    pub sockmap_fallbacks: u64,
 }
 
 fn by_class<S: Serializer>(counts: &[u64; 5], serializer: S) -> Result<S::Ok, S::Error> {
@@ -93,6 +99,8 @@ impl RequestCounters {
         self.file_opens += other.file_opens;
         self.response_time.add(&other.response_time);
         self.connection_limit_reached += other.connection_limit_reached;
+        self.tunnels_sockmap += other.tunnels_sockmap;
+        self.sockmap_fallbacks += other.sockmap_fallbacks;
     }
 }
 

@@ -34,19 +34,25 @@ impl Proxy {
 
     /// `workers` workers listening on `listen`.
     pub fn start_with(listen: &str, backend: &str, workers: usize, args: &[&str]) -> Proxy {
-        Proxy::launch(listen, backend, workers, args, None)
+        Proxy::launch(listen, backend, workers, args, None, &[])
+    }
+
+    /// One worker on 127.0.0.1:0 with these environment variables set; its stderr is
+    /// kept ([`Proxy::stderr_tail`]).
+    pub fn start_with_env(backend: &str, args: &[&str], env: &[(&str, &str)]) -> Proxy {
+        Proxy::launch("127.0.0.1:0", backend, 1, args, None, env)
     }
 
     /// One worker on 127.0.0.1:0 with its stderr kept ([`Proxy::stderr_tail`]), to see
     /// the warnings it logs.
     pub fn start_keeping_stderr(backend: &str, args: &[&str]) -> Proxy {
-        Proxy::launch("127.0.0.1:0", backend, 1, args, Some(0))
+        Proxy::launch("127.0.0.1:0", backend, 1, args, Some(0), &[])
     }
 
     /// One worker on 127.0.0.1:0 run under `prlimit --nofile=N:N` (soft and hard), so it
     /// runs out of descriptors early; its stderr is kept ([`Proxy::stderr_tail`]).
     pub fn start_with_open_files(backend: &str, args: &[&str], open_files: u64) -> Proxy {
-        Proxy::launch("127.0.0.1:0", backend, 1, args, Some(open_files))
+        Proxy::launch("127.0.0.1:0", backend, 1, args, Some(open_files), &[])
     }
 
     fn launch(
@@ -55,6 +61,7 @@ impl Proxy {
         workers: usize,
         args: &[&str],
         open_files: Option<u64>,
+        env: &[(&str, &str)],
     ) -> Proxy {
         let workers = workers.to_string();
         let proxy_args = [
@@ -77,8 +84,12 @@ impl Proxy {
                 .args(proxy_args)
                 .stop_grace(Duration::ZERO)
                 .stderr(Stderr::Keep(STDERR_LINES)),
+            None if !env.is_empty() => coldwire(proxy_args).stderr(Stderr::Keep(STDERR_LINES)),
             None => coldwire(proxy_args).stderr(Stderr::Null),
         };
+        let launch = env
+            .iter()
+            .fold(launch, |launch, (key, value)| launch.env(key, value));
         let mut process = launch
             .args(args)
             .spawn()
@@ -101,7 +112,8 @@ impl Proxy {
     }
 
     /// The last lines the proxy wrote to stderr (kept only for
-    /// [`Proxy::start_with_open_files`] and [`Proxy::start_keeping_stderr`]).
+    /// [`Proxy::start_with_open_files`], [`Proxy::start_keeping_stderr`] and
+    /// [`Proxy::start_with_env`]).
     pub fn stderr_tail(&self) -> String {
         self.process.stderr_tail()
     }

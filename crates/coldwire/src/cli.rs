@@ -81,9 +81,10 @@ pub enum DataPathArg {
     Copy,
     /// splice(2) through pooled pipes for bodies (or chunks) of at least --splice-threshold.
     Splice,
-    /// As splice, and the rest of a Content-Length body that is not stored (64 KiB or
-    /// more) is handed to the kernel whole through a BPF sockmap (readiness backends;
-    /// docs/sockmap.md).
+    /// CONNECT tunnels spliced inside the kernel by a BPF sockmap, and the rest of a
+    /// Content-Length body that is not stored (64 KiB or more) handed to the kernel whole
+    /// (readiness backends; docs/sockmap.md); otherwise as splice. Falls back to splice
+    /// with a warning where refused.
     Sockmap,
 }
 

@@ -12,6 +12,7 @@
 //! the destination); closing either connection ends it without a completion.
 
 use std::io;
+use std::os::fd::RawFd;
 
 use super::ConnectionId;
 
@@ -72,6 +73,15 @@ pub trait Splice {
             "this driver does not splice in the kernel",
         ))
     }
+    /// Lends the connection's socket to the caller, for a splice the kernel runs on its
+    /// own (a BPF sockmap, `crate::sockmap`): the driver keeps the descriptor — closing the
+    /// connection still closes it, and receives armed on it still report its end of
+    /// stream or error — while the caller hands the socket to the kernel. The caller must
+    /// take the socket back (remove it from the map) before closing the connection.
+    /// Refused (`Unsupported`) where the driver may read the socket behind the caller's
+    /// back: io_uring's multishot receive, once armed, could take bytes out of the socket
+    /// before it is inserted or after, which the sockmap would then never see.
+    fn lend_socket(&mut self, connection: ConnectionId) -> io::Result<RawFd>;
 }
 
 /// The splicer of a driver that cannot splice. It has no values: a driver with
@@ -102,6 +112,10 @@ impl Splice for NoSplice {
     }
 
     fn take_splice_copy(&mut self, _destination: ConnectionId) -> Option<Vec<u8>> {
+        match *self {}
+    }
+
+    fn lend_socket(&mut self, _connection: ConnectionId) -> io::Result<RawFd> {
         match *self {}
     }
 }

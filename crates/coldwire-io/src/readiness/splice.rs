@@ -120,6 +120,13 @@ impl<P: Poller> Splice for ReadinessDriver<P> {
     ) -> io::Result<()> {
         self.start_kernel_body(source, destination, length)
     }
+
+    /// The connection's descriptor; reads happen only when the server arms a receive.
+    fn lend_socket(&mut self, id: ConnectionId) -> io::Result<std::os::fd::RawFd> {
+        current(&mut self.connections, id)
+            .map(|connection| connection.fd)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+    }
 }
 
 impl<P: Poller> ReadinessDriver<P> {

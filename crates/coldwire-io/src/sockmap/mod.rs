@@ -15,8 +15,10 @@
 //! The traps, and what this module gives the caller to handle them:
 //!
 //! - bytes already in a receive queue when a socket is inserted are not seen by the
-//!   program until more bytes arrive: [`Sockmap::insert_pair`] takes the queues' contents
-//!   out first (non-blocking reads), so the caller sends them ahead;
+//!   program until more bytes arrive: [`Sockmap::insert_pair_in_place`] re-checks the
+//!   queues after insertion ([`recheck_queue`]) so the kernel forwards them in order, and
+//!   [`Sockmap::insert_pair`] takes them out first (non-blocking reads) for the caller to
+//!   send ahead;
 //! - the kernel does not forward end of stream: the caller sees the FIN (a readable
 //!   socket whose read returns 0), waits until the peer has written everything redirected
 //!   to it ([`Sockmap::delivered`]), then shuts the peer's write side;
@@ -161,6 +163,48 @@ impl Sockmap {
             cookies,
             written_before,
         };
+        self.insert(&pair, sockets)?;
+        Ok((pair, queued))
+    }
+
+    /// Splices two established TCP sockets and leaves what they had already received to
+    /// the kernel as well: after inserting them, each socket's queue is re-checked
+    /// ([`recheck_queue`]), so bytes queued before insertion — or arriving between any
+    /// earlier read and the insertion — are forwarded by the program in stream order, ahead
+    /// of later ones, with nothing for the caller to write. The usual choice of an owner
+    /// that has not read past the point where the splice starts (a proxy's CONNECT tunnel
+    /// after its `200`): [`Sockmap::insert_pair`]'s hand-back would have to be written by
+    /// the caller while the kernel may already be redirecting newer bytes to the same peer.
+    /// The sockets must be non-blocking.
+    pub fn insert_pair_in_place(&self, sockets: [RawFd; 2]) -> io::Result<SplicedPair> {
+        let cookies = [cookie(sockets[0])?, cookie(sockets[1])?];
+        let written_before = [written(sockets[0])?, written(sockets[1])?];
+        let pair = SplicedPair {
+            cookies,
+            written_before,
+        };
+        // Until both sockets are in the map, arriving bytes must not wake the program: it
+        // would redirect them to a peer not in the map yet (the kernel would drop them;
+        // the program passes them to user space instead, which breaks the tunnel). A
+        // receive low-water mark above anything that can arrive meanwhile holds them in
+        // the queue; the re-check below lowers it and hands the queue to the program.
+        for socket in sockets {
+            set_receive_low_water(socket, libc::c_int::MAX)?;
+        }
+        let inserted = self.insert(&pair, sockets);
+        for socket in sockets {
+            if let Err(error) = recheck_queue(socket) {
+                self.remove_pair(&pair);
+                return Err(error);
+            }
+        }
+        inserted.map(|()| pair)
+    }
+
+    /// The map entries of a pair: pairs first (so the program knows the peer as soon as a
+    /// socket is in `sockets`), then the sockets. On failure nothing is left inserted.
+    fn insert(&self, pair: &SplicedPair, sockets: [RawFd; 2]) -> io::Result<()> {
+        let cookies = pair.cookies;
         for side in 0..2 {
             let value = PairValue {
                 peer_cookie: cookies[1 - side],
@@ -173,7 +217,7 @@ impl Sockmap {
                 &cookies[side],
                 value_pointer,
             ) {
-                self.remove_pair(&pair);
+                self.remove_pair(pair);
                 return Err(error);
             }
         }
@@ -186,11 +230,11 @@ impl Sockmap {
                 &cookies[side],
                 value_pointer,
             ) {
-                self.remove_pair(&pair);
+                self.remove_pair(pair);
                 return Err(error);
             }
         }
-        Ok((pair, queued))
+        Ok(())
     }
 
     /// Bytes the program has redirected from `pair.cookies[side]` to its peer so far.
@@ -294,6 +338,34 @@ pub fn written(socket: RawFd) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(acked + queued.max(0) as u64)
+}
+
+/// Makes the kernel look at a socket's receive queue again: setting `SO_RCVLOWAT` runs
+/// the socket's data-ready hook when bytes are queued, which for a socket in the map is
+/// the verdict program. Bytes that arrived before the socket was inserted (the program
+/// only runs when new data arrives) are forwarded at once instead of waiting for the next
+/// segment — a request that was all sent before insertion would otherwise stall.
+pub fn recheck_queue(socket: RawFd) -> io::Result<()> {
+    set_receive_low_water(socket, 1)
+}
+
+/// `SO_RCVLOWAT`: below this many queued bytes TCP does not run the data-ready hook (the
+/// kernel caps it at half the largest receive buffer; an end of stream runs it anyway).
+fn set_receive_low_water(socket: RawFd, bytes: libc::c_int) -> io::Result<()> {
+    // SAFETY: `bytes` is a readable int and the length says so.
+    let result = unsafe {
+        libc::setsockopt(
+            socket,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            &bytes as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Reads whatever is in a non-blocking socket's receive queue now.

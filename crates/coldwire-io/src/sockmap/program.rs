@@ -12,18 +12,33 @@
 //!  4: r2 += -8
 //!  5: r1 = map[pairs] (two slots)
 //!  7: call bpf_map_lookup_elem      ; r0 = &pairs[cookie] or NULL
-//!  8: if r0 == 0 goto 18            ; not paired (yet, or any more): leave it to user space
+//!  8: if r0 == 0 goto 22            ; not paired (yet, or any more): leave it to user space
 //!  9: r1 = *(u32 *)(r6 + 0)         ; skb->len
-//! 10: lock *(u64 *)(r0 + 8) += r1   ; count what is handed to the peer
-//! 11: r3 = r0                       ; key: the peer's cookie, the value's first field
-//! 12: r2 = map[sockets] (two slots)
-//! 14: r1 = r6
-//! 15: r4 = 0                        ; egress: send out of the peer socket
-//! 16: call bpf_sk_redirect_hash
-//! 17: exit                         ; with the helper's verdict
-//! 18: r0 = SK_PASS
-//! 19: exit
+//! 10: if r1 == 0 goto 24            ; an empty segment (a bare FIN): nothing to forward
+//! 11: r7 = r0                       ; the pair's value, kept across the call
+//! 12: r8 = r1                       ; the length, too
+//! 13: r3 = r0                       ; key: the peer's cookie, the value's first field
+//! 14: r2 = map[sockets] (two slots)
+//! 16: r1 = r6
+//! 17: r4 = 0                        ; egress: send out of the peer socket
+//! 18: call bpf_sk_redirect_hash
+//! 19: if r0 == 0 goto 22            ; the peer is not in `sockets`: never drop the bytes
+//! 20: lock *(u64 *)(r7 + 8) += r8   ; count what is handed to the peer
+//! 21: exit                         ; SK_PASS with the redirect set
+//! 22: r0 = SK_PASS                  ; user space reads it
+//! 23: exit
+//! 24: r0 = SK_DROP
+//! 25: exit
 //! ```
+//!
+//! A redirect to a peer that is not in `sockets` (a pair half inserted, or half removed)
+//! would make the kernel drop the bytes; the program passes them to the receiving socket
+//! instead, where its owner can read them (and knows the tunnel is broken) — bytes are
+//! never lost silently.
+//!
+//! Empty segments are dropped rather than redirected: the kernel does not forward an end
+//! of stream anyway (the owner of the pair sees it and shuts the peer's write side once
+//! everything redirected has been written), and an empty redirect would only queue work.
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -44,6 +59,7 @@ pub(super) const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
 pub(super) const HELPER_GET_SOCKET_COOKIE: i32 = 46;
 pub(super) const HELPER_SK_REDIRECT_HASH: i32 = 72;
 pub(super) const SK_PASS: i32 = 1;
+pub(super) const SK_DROP: i32 = 0;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 
 /// One BPF instruction, as the kernel lays it out (`struct bpf_insn`).
@@ -109,9 +125,11 @@ fn verdict_instructions(pairs: RawFd, sockets: RawFd) -> Vec<Instruction> {
     program.extend(load_map(1, pairs));
     program.extend([
         call(HELPER_MAP_LOOKUP_ELEM),
-        instruction(0x15, 0, 0, 9, 0), // if r0 == 0 goto +9 (SK_PASS)
-        instruction(0x61, 1, 6, 0, 0), // r1 = *(u32 *)(r6 + 0)
-        instruction(0xdb, 0, 1, 8, 0), // lock *(u64 *)(r0 + 8) += r1
+        instruction(0x15, 0, 0, 13, 0), // if r0 == 0 goto +13 (SK_PASS)
+        instruction(0x61, 1, 6, 0, 0),  // r1 = *(u32 *)(r6 + 0)
+        instruction(0x15, 1, 0, 13, 0), // if r1 == 0 goto +13 (SK_DROP)
+        move_register(7, 0),
+        move_register(8, 1),
         move_register(3, 0),
     ]);
     program.extend(load_map(2, sockets));
@@ -119,8 +137,12 @@ fn verdict_instructions(pairs: RawFd, sockets: RawFd) -> Vec<Instruction> {
         move_register(1, 6),
         move_immediate(4, 0),
         call(HELPER_SK_REDIRECT_HASH),
+        instruction(0x15, 0, 0, 2, 0), // if r0 == 0 goto +2 (SK_PASS)
+        instruction(0xdb, 7, 8, 8, 0), // lock *(u64 *)(r7 + 8) += r8
         exit(),
         move_immediate(0, SK_PASS),
+        exit(),
+        move_immediate(0, SK_DROP),
         exit(),
     ]);
     program

@@ -179,6 +179,17 @@ impl Splice for UringDriver {
     fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
         self.splices.take_copy(destination)
     }
+
+    /// Refused by design: a multishot receive, once armed on a connection, keeps taking
+    /// bytes out of its socket into ring buffers — before the socket is inserted into a
+    /// sockmap or after — and the kernel's splice would never see them.
+    fn lend_socket(&mut self, _id: ConnectionId) -> io::Result<std::os::fd::RawFd> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "io_uring's multishot receive could take bytes out of a lent socket: \
+             use --io epoll (or poll, select, uring-poll) for the sockmap data path",
+        ))
+    }
 }
 
 impl UringDriver {

@@ -131,7 +131,7 @@ impl<D: Driver> Worker<D> {
             // A waiting request's poll: route it again (a hit now, or forward, or wait).
             ClientState::Parked(_) => return self.process(client),
             // Its bytes never pass through here: the driver says whether they moved.
-            ClientState::Tunnel(tunnel) if tunnel.spliced => {
+            ClientState::Tunnel(tunnel) if tunnel.spliced || tunnel.kernel.is_some() => {
                 return self.spliced_tunnel_deadline(client);
             }
             ClientState::Exchange(_) if client.session.phase == Phase::Idle => {

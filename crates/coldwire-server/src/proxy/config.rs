@@ -35,10 +35,20 @@ pub enum DataPath {
     /// tunnels; a cacheable body keeps its copy with tee(2). Falls back to copying on
     /// drivers without splice.
     Splice,
-    /// As `Splice`, but the rest of a `Content-Length` body that is not being stored (and
-    /// at least 64 KiB) is handed to the kernel whole through a BPF sockmap, on drivers
-    /// that offer it (readiness backends); see `sockmap_body.rs` and docs/sockmap.md.
+    /// CONNECT tunnels spliced inside the kernel by a BPF sockmap after the `200` (no
+    /// system call per chunk; docs/sockmap.md); response bodies as with `Splice`, except
+    /// that the rest of a `Content-Length` body that is not being stored (and at least
+    /// 64 KiB) is handed to the kernel whole, on drivers that offer it (readiness
+    /// backends; `sockmap_body.rs`). Falls back to `Splice` (see
+    /// [`ProxyConfig::sockmap_refused`]).
     Sockmap,
+}
+
+impl DataPath {
+    /// Whether response bodies (and, without the sockmap, tunnels) take the splice path.
+    pub fn splices(self) -> bool {
+        matches!(self, DataPath::Splice | DataPath::Sockmap)
+    }
 }
 
 /// Configuration of the caching proxy.
@@ -75,6 +85,10 @@ pub struct ProxyConfig {
     /// Bodies (and chunks) at least this long take the splice path when `data_path` is
     /// `Splice`. Default 16 KiB, where splice measured cheaper than copy.
     pub splice_threshold: u64,
+    /// Set at start-up when `data_path` is `Sockmap` but the kernel, the privileges or
+    /// the backend refused it (one warning said why): tunnels take the splice path, each
+    /// counted as a fallback.
+    pub sockmap_refused: bool,
     /// The name in `Via` and `Cache-Status` (a token).
     pub name: String,
     /// How long a miss waits for another request's fetch of the same key (collapsed
@@ -109,6 +123,7 @@ impl ProxyConfig {
             revalidate_always: false,
             data_path: DataPath::Copy,
             splice_threshold: 16 * 1024,
+            sockmap_refused: false,
             name: "coldwire".to_owned(),
             collapse_wait: Duration::from_secs(10),
             connect_ports: ConnectPorts::default(),

@@ -14,8 +14,8 @@
 //!   `cache_range.rs` (ranges, partial content), `stale.rs` and `revalidator.rs` (RFC
 //!   5861), `collapse.rs` (collapsed forwarding), `freshen.rs` and `invalidate.rs` (what a
 //!   response head does to the store), `purge.rs`; the messages: `head.rs` (heads rewritten
-//!   across the proxy), `interim.rs` (1xx passed on); the rest: `tunnel.rs` and
-//!   `tunnel_idle.rs` (CONNECT), `policy.rs` (CONNECT ports, plain-text refusals),
+//!   across the proxy), `interim.rs` (1xx passed on); the rest: `tunnel.rs`,
+//!   `tunnel_idle.rs` and `sockmap_tunnel.rs` (CONNECT; spliced in the kernel), `policy.rs` (CONNECT ports, plain-text refusals),
 //!   `access.rs` (the access log), `resolver.rs`, `pool.rs`, `acl.rs`, `config.rs`,
 //!   `server.rs` (start and stop).
 
@@ -50,6 +50,7 @@ mod route;
 mod send;
 pub mod server;
 mod sockmap_body;
+pub mod sockmap_tunnel;
 mod splice;
 mod stale;
 mod state;

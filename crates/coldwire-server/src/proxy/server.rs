@@ -8,6 +8,7 @@ use coldwire_cache::Store;
 use coldwire_io::Driver;
 
 use super::config::ProxyConfig;
+use super::sockmap_tunnel::{refusal_warning, sockmap_refusal};
 use super::worker::{ProxyWorkerContext, run_proxy_worker};
 use crate::error::ServerError;
 use crate::runtime::{Live, ReloadHandle, Running, RuntimeConfig, Service, WorkerSeat};
@@ -26,7 +27,12 @@ pub type RunningProxy = Running<ProxyService>;
 
 impl Running<ProxyService> {
     /// Starts the proxy described by `config`.
-    pub fn start(config: ProxyConfig) -> Result<RunningProxy, ServerError> {
+    pub fn start(mut config: ProxyConfig) -> Result<RunningProxy, ServerError> {
+        // `--data-path sockmap`: probed once, one warning when refused.
+        if let Some(reason) = sockmap_refusal(&config) {
+            crate::console::err(format_args!("{}", refusal_warning(&reason)));
+            config.sockmap_refused = true;
+        }
         let targets = config.targets();
         let store =
             match config.cache {
@@ -90,6 +96,15 @@ impl ReloadHandle<ProxyService> {
             new.targeted_cache_control = old.targeted_cache_control.clone();
             kept.push("--targeted-cache-control");
         }
+        new.sockmap_refused = match sockmap_refusal(&new) {
+            Some(reason) => {
+                if !old.sockmap_refused {
+                    crate::console::err(format_args!("{}", refusal_warning(&reason)));
+                }
+                true
+            }
+            None => false,
+        };
         if new.pool_per_origin != old.pool_per_origin {
             new.pool_per_origin = old.pool_per_origin;
             kept.push("--pool-per-origin");

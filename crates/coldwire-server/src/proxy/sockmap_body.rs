@@ -25,13 +25,6 @@ use super::worker::Worker;
 /// over a pipe splice (results/2026-11-27-vm/sockmap-bodies/).
 pub(super) const SOCKMAP_BODY_THRESHOLD: u64 = 64 * 1024;
 
-impl DataPath {
-    /// Whether bodies take the splice machinery (pipes, and the kernel where it can).
-    pub(super) fn splices(self) -> bool {
-        matches!(self, DataPath::Splice | DataPath::Sockmap)
-    }
-}
-
 impl<D: Driver> Worker<D> {
     /// Starts moving `length` bytes of a body from `origin` to `client`: in the kernel
     /// when the data path is sockmap and the part qualifies (see the module doc), else

@@ -205,6 +205,11 @@ pub struct Tunnel {
     pub spliced: bool,
     /// Bytes both splices had delivered at the last idle check.
     pub spliced_seen: u64,
+    /// Spliced in the kernel by the BPF sockmap (`sockmap_tunnel.rs`) instead.
+    pub kernel: Option<coldwire_io::sockmap::SplicedPair>,
+    /// Kernel-spliced: the client's (0) / origin's (1) direction ended and waits for its
+    /// bytes to be delivered before its end of stream is passed on.
+    pub ending: [bool; 2],
 }
 
 /// What an upstream connection is doing.

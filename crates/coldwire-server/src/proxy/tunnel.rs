@@ -35,6 +35,8 @@ impl<D: Driver> Worker<D> {
             origin_done: false,
             spliced: false,
             spliced_seen: 0,
+            kernel: None,
+            ending: [false; 2],
         });
         client.session.enter(&mut self.driver, Phase::Idle);
         let due = self.upstream_deadline();
@@ -136,6 +138,13 @@ impl<D: Driver> Worker<D> {
         let client_flush = self.driver.flush(client_id);
         let origin_flush = self.driver.flush(origin_id);
         if matches!(client_flush, Flush::Done) && matches!(origin_flush, Flush::Done) {
+            if let Some(pair) = self.kernel_splice_tunnel(client_id, origin_id) {
+                if let Some(tunnel) = client.state.tunnel_mut() {
+                    tunnel.kernel = Some(pair);
+                }
+                self.put_client(client, Step::Keep);
+                return;
+            }
             match self.splice_tunnel(client_id, origin_id) {
                 TunnelSplice::Copied => {}
                 TunnelSplice::Spliced => {
@@ -169,6 +178,15 @@ impl<D: Driver> Worker<D> {
 
     /// Client bytes for the tunnel.
     pub(super) fn tunnel_from_client(&mut self, client: &mut Client, buffer: Buffer) -> Step {
+        if client
+            .state
+            .tunnel_mut()
+            .is_some_and(|tunnel| tunnel.kernel.is_some())
+        {
+            // The kernel takes every byte of a spliced pair: bytes here could overtake.
+            self.driver.recycle(buffer);
+            return Step::Close;
+        }
         let Some(origin_id) = client.state.origin() else {
             self.driver.recycle(buffer);
             return Step::Close;
@@ -205,6 +223,16 @@ impl<D: Driver> Worker<D> {
             }
             return;
         };
+        if client
+            .state
+            .tunnel_mut()
+            .is_some_and(|tunnel| tunnel.kernel.is_some())
+        {
+            // The kernel takes every byte of a spliced pair: bytes here could overtake.
+            self.driver.recycle(buffer);
+            self.put_client(client, Step::Close);
+            return;
+        }
         let due = self.idle_deadline();
         client.session.set_deadline(&mut self.driver, due);
         let mut bytes = self.driver.take_vec();
@@ -228,6 +256,9 @@ impl<D: Driver> Worker<D> {
         let Some(tunnel) = client.state.tunnel_mut() else {
             return Step::Keep;
         };
+        if tunnel.kernel.is_some() {
+            return Step::Keep;
+        }
         if tunnel.spliced {
             tunnel.origin_done = true;
             if tunnel.client_done {
@@ -253,6 +284,10 @@ impl<D: Driver> Worker<D> {
             self.put_client(client, Step::Keep);
             return;
         };
+        if tunnel.kernel.is_some() {
+            self.put_client(client, Step::Keep);
+            return;
+        }
         if tunnel.spliced {
             // Spliced: the client's direction has ended; pass its end of stream on.
             tunnel.client_done = true;
@@ -275,6 +310,11 @@ impl<D: Driver> Worker<D> {
             self.close_client(client);
             return;
         };
+        if tunnel.kernel.is_some() {
+            let step = self.kernel_tunnel_side_ended(&mut client, 0);
+            self.put_client(client, step);
+            return;
+        }
         tunnel.client_done = true;
         let finished = tunnel.origin_done;
         match tunnel.origin {
@@ -303,6 +343,8 @@ impl<D: Driver> Worker<D> {
         } else if error.is_none() {
             self.tunnel_origin_finished(origin, client_id);
         } else {
+            // A kernel-spliced pair leaves the map before either side closes.
+            self.release_kernel_tunnel_of(client_id);
             self.driver.close(origin.id);
             if let Some(client) = self.take_client(client_id) {
                 self.put_client(client, Step::Close);
@@ -346,6 +388,11 @@ impl<D: Driver> Worker<D> {
             self.put_client(client, Step::Close);
             return;
         };
+        if tunnel.kernel.is_some() {
+            let step = self.kernel_tunnel_side_ended(&mut client, 1);
+            self.put_client(client, step);
+            return;
+        }
         tunnel.origin_done = true;
         if tunnel.client_done {
             self.close_client(client);

@@ -15,7 +15,10 @@ impl<D: Driver> Worker<D> {
     pub(super) fn spliced_tunnel_deadline(&mut self, client: &mut Client) -> Step {
         let client_id = client.session.id;
         let origin = client.state.origin();
-        let delivered = self.tunnel_spliced_bytes(client_id, origin);
+        let delivered = match self.kernel_tunnel_bytes(client) {
+            Some(moved) => moved,
+            None => self.tunnel_spliced_bytes(client_id, origin),
+        };
         let Some(tunnel) = client.state.tunnel_mut() else {
             return Step::Close;
         };

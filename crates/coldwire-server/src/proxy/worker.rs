@@ -84,6 +84,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) followers: super::collapse::Followers,
     /// What was said about running out of connections (`limit.rs`).
     pub(super) limits: super::limit::LimitNotices,
+    /// Tunnels spliced in the kernel (`--data-path sockmap`, `sockmap_tunnel.rs`).
+    pub(super) kernel: super::sockmap_tunnel::KernelTunnels,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -153,6 +155,7 @@ impl<D: Driver> Worker<D> {
             revalidator: None,
             followers: super::collapse::Followers::default(),
             limits: super::limit::LimitNotices::default(),
+            kernel: super::sockmap_tunnel::KernelTunnels::default(),
             config,
             live: parts.live,
         })
@@ -161,6 +164,7 @@ impl<D: Driver> Worker<D> {
     fn run(&mut self) -> io::Result<()> {
         loop {
             let timeout = loop_timeout(self.driver.now(), self.drain_deadline, self.log.as_ref());
+            let timeout = self.kernel.wait_timeout(timeout);
             self.driver.wait(timeout)?;
             if let Some(config) = self.live.as_mut().and_then(LiveView::changed) {
                 self.config = config;
@@ -168,6 +172,7 @@ impl<D: Driver> Worker<D> {
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
             self.handle_completions();
+            self.poll_kernel_ends();
             if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
                 self.start_draining();
             }
@@ -256,6 +261,7 @@ impl<D: Driver> Worker<D> {
 
     /// Closes a client and whatever upstream connection works for it.
     pub(super) fn close_client(&mut self, mut client: Box<Client>) {
+        self.release_kernel_tunnel(&mut client);
         if let Some(input) = client.session.input.take() {
             self.driver.recycle(input);
         }
@@ -367,6 +373,7 @@ impl<D: Driver> Worker<D> {
     }
 
     fn close_everything(&mut self) {
+        self.release_all_kernel_tunnels();
         let open: Vec<(bool, ConnectionId)> = self
             .peers
             .iter()

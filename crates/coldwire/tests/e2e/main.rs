@@ -26,6 +26,7 @@ mod proxy_disk_faults;
 mod proxy_disk_refresh;
 mod proxy_framing;
 mod proxy_smuggling;
+mod proxy_sockmap;
 mod proxy_sockmap_body;
 mod proxy_splice;
 mod reload_wan_origin;

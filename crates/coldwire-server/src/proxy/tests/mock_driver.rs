@@ -167,6 +167,10 @@ impl Splice for MockDriver {
     fn take_splice_copy(&mut self, _destination: ConnectionId) -> Option<Vec<u8>> {
         None
     }
+
+    fn lend_socket(&mut self, _connection: ConnectionId) -> io::Result<std::os::fd::RawFd> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 impl Driver for MockDriver {
