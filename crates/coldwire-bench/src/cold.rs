@@ -75,11 +75,13 @@ impl<D: Driver> Engine<D> {
     }
 
     fn connect_cold(&mut self) {
+        let targets = &self.config.cold_addresses;
+        let endpoint = if targets.is_empty() {
+            self.workload.endpoints()[0]
+        } else {
+            targets[self.cold.attempted as usize % targets.len()]
+        };
         self.cold.attempted += 1;
-        let endpoint = self
-            .config
-            .cold_address
-            .unwrap_or(self.workload.endpoints()[0]);
         match self.driver.connect(endpoint) {
             Ok(id) => {
                 *self.slot_mut(id) = Slot::Cold(Cold {

@@ -62,8 +62,9 @@ pub struct LoadConfig {
     pub cold: usize,
     /// What cold connections do.
     pub cold_mode: ColdMode,
-    /// Where cold connections go (default: the first target's address, or the proxy).
-    pub cold_address: Option<SocketAddr>,
+    /// Where cold connections go, shared out in turn (empty: the first target's address,
+    /// or the proxy).
+    pub cold_addresses: Vec<SocketAddr>,
     /// Cold connections opened per second (paced, so opening them is not a SYN flood).
     pub cold_connect_rate: f64,
     /// Trickle mode: time between two bytes of a cold connection's request head.
@@ -136,7 +137,7 @@ impl LoadConfig {
             timeout: Duration::from_secs(5),
             cold: 0,
             cold_mode: ColdMode::Idle,
-            cold_address: None,
+            cold_addresses: Vec::new(),
             cold_connect_rate: 2_000.0,
             trickle_interval: Duration::from_secs(5),
             late_limit: Duration::from_millis(5),

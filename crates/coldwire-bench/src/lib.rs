@@ -16,7 +16,8 @@
 //! * **Populations** ([`population`]): users with their own connections and their own
 //!   sequence of requests (PolyMix robots, replayed trace clients), each response
 //!   classified hit or miss and its body verified. [`replay`] is one: an access log's
-//!   clients, each with its own address, connections and logged order and pace.
+//!   clients, each with its own address, connections and logged order and pace;
+//!   [`replay_closed`] replays the same log in a closed loop on N connections.
 //! * **Results** ([`report`], [`table`]): a versioned JSON document (`docs/bench-json.md`)
 //!   and a table for people; [`saturate`] steps the rate to find the knee.
 //!
@@ -30,6 +31,7 @@ pub mod proc_stats;
 pub mod quickstart;
 pub mod recorder;
 pub mod replay;
+pub mod replay_closed;
 pub mod report;
 pub mod response;
 pub mod run;

@@ -8,6 +8,10 @@
 //! Threads that exit during the window take their schedstat time with them; servers with
 //! a fixed set of threads (coldwire, nginx workers) are measured exactly.
 //!
+//! TCP segments in and out come from `/proc/PID/net/snmp`: the counters of the network
+//! namespace the process is in — the server's own segments exactly when it runs alone
+//! in a namespace (`ip netns`), every socket's of the namespace otherwise.
+//!
 //! The files are parsed by the `procfs` crate (sampling happens twice per measured
 //! window, never on the generator's hot path).
 
@@ -167,6 +171,30 @@ pub fn sample_machine() -> io::Result<MachineSample> {
     })
 }
 
+/// TCP segments received and sent (`InSegs`, `OutSegs`) in the network namespace of
+/// process `pid`, from `/proc/PID/net/snmp`.
+pub fn tcp_segments(pid: u32) -> io::Result<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/net/snmp"))?;
+    parse_tcp_segments(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/proc/{pid}/net/snmp has no Tcp InSegs/OutSegs"),
+        )
+    })
+}
+
+/// `InSegs` and `OutSegs` of the `Tcp:` header and value lines of an snmp file.
+fn parse_tcp_segments(text: &str) -> Option<(u64, u64)> {
+    let mut lines = text.lines().filter(|line| line.starts_with("Tcp:"));
+    let names: Vec<&str> = lines.next()?.split_whitespace().collect();
+    let values: Vec<&str> = lines.next()?.split_whitespace().collect();
+    let value = |name: &str| -> Option<u64> {
+        let index = names.iter().position(|known| *known == name)?;
+        values.get(index)?.parse().ok()
+    };
+    Some((value("InSegs")?, value("OutSegs")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +214,17 @@ mod tests {
         let machine = sample_machine().unwrap();
         assert!(machine.busy() + machine.idle > 0);
         assert!(sample_process(u32::MAX - 1, true).is_err());
+    }
+
+    #[test]
+    fn tcp_segments_are_read_from_the_snmp_table() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails \
+                    EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n\
+                    Tcp: 1 200 120000 -1 5 6 0 0 2 1234 5678 0 0 3 0\n";
+        assert_eq!(parse_tcp_segments(text), Some((1234, 5678)));
+        assert_eq!(parse_tcp_segments("Ip: a\nIp: 1\n"), None);
+        let (received, sent) = tcp_segments(std::process::id()).unwrap();
+        assert!(received + sent < u64::MAX);
     }
 }

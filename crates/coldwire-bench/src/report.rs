@@ -118,6 +118,14 @@ pub struct ServerCost {
     pub rss_bytes: (u64, u64),
     /// Open descriptors at the window's start and end.
     pub open_descriptors: (u64, u64),
+    /// TCP segments received in the server's network namespace over the window
+    /// (`/proc/PID/net/snmp` `InSegs`): the server's own only when it is alone in its
+    /// namespace.
+    pub tcp_segments_in: Option<u64>,
+    /// TCP segments sent in the server's network namespace (`OutSegs`).
+    pub tcp_segments_out: Option<u64>,
+    /// Server CPU per TCP segment in or out, microseconds.
+    pub cpu_us_per_segment: Option<f64>,
 }
 
 /// The machine's CPU over a window, from `/proc/stat`.

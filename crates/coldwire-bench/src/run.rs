@@ -10,7 +10,7 @@ use crate::config::{PhasePlan, Rate};
 use crate::engine::{Engine, PhaseObserver, Progress};
 use crate::error::BenchError;
 use crate::proc_stats::{
-    MachineSample, ProcessSample, TICKS_PER_SECOND, sample_machine, sample_process,
+    MachineSample, ProcessSample, TICKS_PER_SECOND, sample_machine, sample_process, tcp_segments,
 };
 use crate::report::{GeneratorCost, MachineCost, PhaseReport, RunReport, ServerCost};
 use crate::saturate::{SaturateConfig, SaturationReport};
@@ -45,6 +45,8 @@ pub(crate) struct Edge {
     machine: Option<MachineSample>,
     generator: Option<ProcessSample>,
     counters: Option<ServerCounters>,
+    /// TCP segments (in, out) of the server's network namespace.
+    segments: Option<(u64, u64)>,
 }
 
 struct CostObserver<'a> {
@@ -83,8 +85,10 @@ pub(crate) fn sample_edge(watch: &ServerWatch, warnings: &mut Vec<String>) -> Ed
                 None
             }
         });
+    let segments = watch.pid.and_then(|pid| tcp_segments(pid).ok());
     Edge {
         server,
+        segments,
         machine: sample_machine().ok(),
         generator: sample_process(std::process::id(), false).ok(),
         counters,
@@ -134,7 +138,19 @@ pub(crate) fn fill_costs(report: &mut PhaseReport, start: &Edge, end: &Edge) {
     if let (Some(before), Some(after)) = (&start.server, &end.server) {
         let seconds = after.cpu_ns.saturating_sub(before.cpu_ns) as f64 / 1e9;
         server_seconds = seconds;
+        let segments = match (start.segments, end.segments) {
+            (Some((in_before, out_before)), Some((in_after, out_after))) => Some((
+                in_after.saturating_sub(in_before),
+                out_after.saturating_sub(out_before),
+            )),
+            _ => None,
+        };
         report.server = Some(ServerCost {
+            tcp_segments_in: segments.map(|(received, _)| received),
+            tcp_segments_out: segments.map(|(_, sent)| sent),
+            cpu_us_per_segment: segments
+                .filter(|(received, sent)| received + sent > 0)
+                .map(|(received, sent)| seconds * 1e6 / (received + sent) as f64),
             requests,
             cpu_seconds: seconds,
             cpu_us_per_request: per_request(seconds, requests),

@@ -54,7 +54,7 @@ pub use policy::targeted::{NO_TARGETS, ResponseDirectives, Targets};
 pub use policy::vary::VaryKey;
 pub use storage::{
     Body, BodyPiece, BodyWriter, DiskConfig, DiskCounters, DiskStorage, FileRange, Finished,
-    MemoryStorage, Pieces, ReadySink, Restored, Storage, StorageChoice, Writer,
+    IoErrorKinds, MemoryStorage, Pieces, ReadySink, Restored, Storage, StorageChoice, Writer,
 };
 pub use store::{Fill, Freshened, PartialStored, Store, StoreConfig, partial_key};
 pub use stored::StoredResponse;

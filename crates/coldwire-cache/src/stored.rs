@@ -89,16 +89,22 @@ impl StoredResponse {
 
     /// A response a storage kept (read back after a restart, or written to disk before it
     /// was indexed): its age at arrival as recorded, its freshness computed again from its
-    /// fields with the directives `targets` selects.
+    /// fields with the directives `targets` selects (none left when it was made stale).
     pub fn restored(restored: crate::storage::Restored, targets: &Targets) -> StoredResponse {
         let body_len = restored.body.len();
+        let mut freshness = Freshness::of_targeted(
+            restored.status,
+            &restored.fields,
+            restored.response_time,
+            targets,
+        );
+        if restored.stale {
+            // As `made_stale`: it must be revalidated first.
+            freshness.lifetime = Duration::ZERO;
+            freshness.heuristic = false;
+        }
         StoredResponse {
-            freshness: Freshness::of_targeted(
-                restored.status,
-                &restored.fields,
-                restored.response_time,
-                targets,
-            ),
+            freshness,
             initial_age: restored.initial_age,
             status: restored.status,
             fields: restored.fields,

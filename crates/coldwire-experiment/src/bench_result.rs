@@ -81,6 +81,9 @@ pub struct BenchPhase {
     pub latency: Latency,
     /// Cold connections held at the window's start and end.
     pub cold_held: (u64, u64),
+    /// Response bytes (heads and bodies) completed in the window, per second.
+    #[serde(default)]
+    pub bytes_per_second: f64,
     /// The server's CPU from `/proc`.
     pub server: Option<ServerCost>,
     /// The generator's own CPU.
@@ -124,6 +127,15 @@ pub struct ServerCost {
     pub cpu_cores: f64,
     /// Seconds its threads waited for a CPU.
     pub runqueue_wait_seconds: f64,
+    /// On-CPU seconds of its threads.
+    #[serde(default)]
+    pub cpu_seconds: f64,
+    /// TCP segments received in its network namespace (older results: absent).
+    #[serde(default)]
+    pub tcp_segments_in: Option<u64>,
+    /// TCP segments sent in its network namespace.
+    #[serde(default)]
+    pub tcp_segments_out: Option<u64>,
 }
 
 /// The generator's CPU over the window.

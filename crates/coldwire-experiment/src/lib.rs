@@ -22,6 +22,7 @@ mod accept_herd;
 mod cold_scaling;
 mod connections_latency;
 mod live_day;
+mod network_cost;
 mod peers;
 mod polymix;
 mod rate_response;
@@ -46,7 +47,10 @@ pub struct Experiment {
     pub run: fn(&RunContext) -> anyhow::Result<ExperimentRecord>,
 }
 
-/// Every experiment, in the order `coldwire experiment all` runs them.
+/// Every experiment, in the order `coldwire experiment all` runs them; `coldwire experiment
+/// --help` lists them from here ([`names_help`]), so a new experiment is one entry here
+/// (and its scenario file). Issue 14's four macro-experiments are polymix, robots,
+/// live-day and network-cost.
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "cold-scaling",
@@ -90,12 +94,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "polymix",
-        summary: "PolyMix-4 robots through the proxy, origins behind an 80 ms WAN: CPU, hit/miss response time, hit ratios vs rate",
+        summary: "PolyMix-4 robots through coldwire proxy (every backend, memory and disk store) and Squid, origins behind an 80 ms WAN: CPU, hit/miss response time, hit ratios vs rate up to saturation",
         run: polymix::run,
     },
     Experiment {
         name: "robots",
-        summary: "100% hits at a fixed rate, hundreds to thousands of idle robot connections through a WAN relay: proxy CPU, response time",
+        summary: "100% hits at a fixed rate, 250 to 10,000 idle robot connections through WAN relays: proxy CPU, response time",
         run: robots::run,
     },
     Experiment {
@@ -103,11 +107,50 @@ pub const EXPERIMENTS: &[Experiment] = &[
         summary: "a compressed day through the proxy: CPU vs request rate regressions and a perf profile",
         run: live_day::run,
     },
+    Experiment {
+        name: "network-cost",
+        summary: "NASA- and WorldCup-like traces in a closed loop vs coldwire serve and nginx: throughput, CPU per request and per TCP segment vs connections and round-trip time",
+        run: network_cost::run,
+    },
 ];
+
+/// The experiments' names and summaries, one a line, as `coldwire experiment --help`
+/// shows them.
+pub fn names_help() -> String {
+    let width = EXPERIMENTS
+        .iter()
+        .map(|experiment| experiment.name.len())
+        .max()
+        .unwrap_or(0);
+    let mut text = String::from("Experiments (`all` runs every one, in this order):\n");
+    for experiment in EXPERIMENTS {
+        text.push_str(&format!(
+            "  {:width$}  {}\n",
+            experiment.name, experiment.summary
+        ));
+    }
+    text
+}
 
 /// The experiment called `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Experiment> {
     EXPERIMENTS
         .iter()
         .find(|experiment| experiment.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_lists_every_experiment_and_issue_14s_are_there() {
+        let help = names_help();
+        for experiment in EXPERIMENTS {
+            assert!(help.contains(experiment.name), "{help}");
+        }
+        for name in ["polymix", "robots", "live-day", "slow-clients"] {
+            assert!(find(name).is_some(), "{name} is registered");
+        }
+    }
 }

@@ -23,7 +23,7 @@ mod summary;
 
 use crate::RunContext;
 use crate::figures::machine_load_warning;
-use crate::process::{run_bench, server_error, start_server};
+use crate::process::{ProxyMode, ProxyUnderTest, run_bench, start_listening, start_server};
 use crate::serve::{Pinning, available_backends};
 
 /// The scenario's parameters (`experiments/live-day.toml`).
@@ -220,15 +220,8 @@ fn start_origin(
         "--idle-timeout".into(),
         "600".into(),
     ];
-    let mut process =
-        start_server(coldwire, &args, cpu).context("cannot start the origin (coldwire origin)")?;
-    let listen = process
-        .wait_for_line("origin listening on http://", Duration::from_secs(30))
-        .map_err(server_error)?;
-    let address = listen
-        .parse()
-        .with_context(|| format!("coldwire origin printed an unexpected address `{listen}`"))?;
-    Ok((process, address))
+    start_listening(coldwire, &args, cpu, "origin listening on http://")
+        .context("cannot start the origin (coldwire origin)")
 }
 
 /// One replay of the day through a fresh proxy; returns the run and its raw files.
@@ -247,29 +240,26 @@ fn run_one(
     let raw = context.raw_dir();
     let stats_log = raw.join(format!("{stem}.stats.jsonl"));
     let _ = std::fs::remove_file(&stats_log);
-    let args = [
-        "proxy".to_owned(),
-        "--reverse".into(),
-        format!("http://{origin}"),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--workers".into(),
-        "1".into(),
-        "--io".into(),
+    let flags = [
+        "--io".to_owned(),
         backend.into(),
         "--cache-bytes".into(),
         if caching { "256MiB" } else { "0" }.into(),
-        "--idle-timeout".into(),
-        "600".into(),
         "--stats-log".into(),
         stats_log.display().to_string(),
         "--stats-interval".into(),
         "1s".into(),
     ];
-    let mut proxy = start_server(&context.coldwire, &args, pinning.server_cpu)?;
-    let listen = proxy
-        .wait_for_line("proxy listening on http://", Duration::from_secs(30))
-        .map_err(server_error)?;
+    let ProxyUnderTest {
+        process: mut proxy,
+        address: listen,
+        ..
+    } = ProxyUnderTest::start(
+        &context.coldwire,
+        ProxyMode::Reverse(origin),
+        &flags,
+        pinning.server_cpu,
+    )?;
     let mut relay = None;
     let bench: Vec<String> = vec![
         format!("--replay={}", trace.display()),
@@ -280,7 +270,7 @@ fn run_one(
         let wan_args = [
             "wan".to_owned(),
             "--to".into(),
-            listen.clone(),
+            listen.to_string(),
             "--rtt".into(),
             format!("{}ms", parameters.wan_rtt_ms),
             "--listen".into(),
@@ -288,11 +278,13 @@ fn run_one(
             "--workers".into(),
             "1".into(),
         ];
-        let mut wan = start_server(&context.coldwire, &wan_args, pinning.generator_cpu)
-            .context("cannot start the WAN relay (coldwire wan)")?;
-        let wan_address = wan
-            .wait_for_line("wan listening on http://", Duration::from_secs(30))
-            .map_err(server_error)?;
+        let (wan, wan_address) = start_listening(
+            &context.coldwire,
+            &wan_args,
+            pinning.generator_cpu,
+            "wan listening on http://",
+        )
+        .context("cannot start the WAN relay (coldwire wan)")?;
         // The replay does not open cold connections itself: a second generator holds
         // them (through the relay) for the whole day, sending one request a second of its
         // own; it is stopped after the replay.

@@ -2,7 +2,9 @@
 //! pinned to one CPU ([`start_server`]: started, its stderr kept for error messages, stopped
 //! with SIGTERM then SIGKILL when its handle goes), and `coldwire bench` pinned to another
 //! CPU, run to completion with a time bound, its JSON result parsed ([`run_bench`],
-//! [`crate::bench_result`]).
+//! [`crate::bench_result`]); a server that prints `READY ADDRESS` when it listens
+//! ([`start_listening`]: origins, relays), and `coldwire proxy` as the proxy under test
+//! ([`ProxyUnderTest`], the one way every experiment starts it).
 //!
 //! ```no_run
 //! # use std::time::Duration;
@@ -22,6 +24,7 @@
 //! ```
 
 use std::ffi::OsStr;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,6 +47,94 @@ pub fn start_server<S: AsRef<OsStr>>(
 /// with the tail of its stderr.
 pub fn server_error(error: ProcessError) -> anyhow::Error {
     anyhow::anyhow!("the server {error}")
+}
+
+/// How long a starting server gets to print where it listens.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts `program args` pinned to `cpu` and waits for the stdout line `READY ADDRESS`
+/// (`origin listening on http://`, `wan listening on http://`): the process and the address.
+pub fn start_listening<S: AsRef<OsStr>>(
+    program: &Path,
+    args: &[S],
+    cpu: Option<usize>,
+    ready: &str,
+) -> anyhow::Result<(Process, SocketAddr)> {
+    let mut process = start_server(program, args, cpu)?;
+    let line = process
+        .wait_for_line(ready, READY_TIMEOUT)
+        .map_err(server_error)?;
+    let address = line
+        .parse()
+        .with_context(|| format!("`{ready}` was followed by an unexpected address `{line}`"))?;
+    Ok((process, address))
+}
+
+/// Where the proxy under test sends requests.
+#[derive(Clone, Copy, Debug)]
+pub enum ProxyMode {
+    /// A forward proxy: clients send absolute-form requests (PolyMix robots).
+    Forward,
+    /// `--reverse http://ORIGIN`.
+    Reverse(SocketAddr),
+}
+
+/// `coldwire proxy` as the server under test: one worker, loopback, a port picked at
+/// start, idle connections kept 600 s (robots and cold connections stay open), the admin
+/// listener on (its stats URL for `--server-stats`); the experiment adds the rest
+/// (`--io`, the cache, logs). Stopped when dropped.
+pub struct ProxyUnderTest {
+    /// The proxy's process.
+    pub process: Process,
+    /// Where it listens.
+    pub address: SocketAddr,
+    /// Its statistics endpoint (`http://ADDR/stats`).
+    pub stats_url: String,
+}
+
+impl ProxyUnderTest {
+    /// Starts it pinned to `cpu` with `flags` after the common ones (which they must not
+    /// repeat) and waits until it listens.
+    pub fn start(
+        coldwire: &Path,
+        mode: ProxyMode,
+        flags: &[String],
+        cpu: Option<usize>,
+    ) -> anyhow::Result<ProxyUnderTest> {
+        let mut args: Vec<String> = [
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--idle-timeout",
+            "600",
+        ]
+        .iter()
+        .map(|arg| (*arg).to_owned())
+        .collect();
+        if let ProxyMode::Reverse(origin) = mode {
+            args.extend(["--reverse".to_owned(), format!("http://{origin}")]);
+        }
+        args.extend(flags.iter().cloned());
+        let mut process = start_server(coldwire, &args, cpu)?;
+        let listen = process
+            .wait_for_line("proxy listening on http://", READY_TIMEOUT)
+            .map_err(server_error)?;
+        let stats_url = process
+            .wait_for_line("stats on ", READY_TIMEOUT)
+            .map_err(server_error)?;
+        let address = listen
+            .parse()
+            .with_context(|| format!("coldwire proxy printed an unexpected address `{listen}`"))?;
+        Ok(ProxyUnderTest {
+            process,
+            address,
+            stats_url,
+        })
+    }
 }
 
 /// Runs `coldwire bench ARGS --json JSON -q --max-error-rate 100% [--cpu CPU]` pinned to `cpu`, waits for it (at

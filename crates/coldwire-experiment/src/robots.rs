@@ -11,19 +11,17 @@
 //! Per point (backend × robots × round): a fresh proxy and relay; the backends interleaved
 //! within each robot count, their order reversed in even rounds.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use coldwire_process::Process;
 use coldwire_report::{ExperimentRecord, Scale, Table};
 use serde::{Deserialize, Serialize};
 
 use crate::RunContext;
 use crate::figures::{axis, figure, machine_load_warning, median, series, short, thousands};
 use crate::peers::contenders::{self, Contender, Target};
-use crate::process::{server_error, start_server};
+use crate::process::start_listening;
 use crate::serve::{Pinning, available_backends};
 use crate::slow_clients::stats;
 
@@ -52,8 +50,23 @@ pub(crate) struct Parameters {
     pub rounds: u64,
     /// The backend B of Fig. 6's 100·(1 − A/B).
     pub reference: String,
+    /// Robots per relay process: a relay holds two descriptors per robot (client and
+    /// proxy side) within the 20,000 a process may open, so 10,000 robots take several
+    /// relays, each with its share (default 4,000).
+    #[serde(default = "default_robots_per_relay")]
+    pub robots_per_relay: u64,
     #[serde(default)]
     pub pinning: Option<Pinning>,
+}
+
+fn default_robots_per_relay() -> u64 {
+    4_000
+}
+
+/// The relay processes `robots` idle connections need (at least one: it also carries the
+/// active connections).
+fn relays_for(robots: u64, per_relay: u64) -> u64 {
+    robots.div_ceil(per_relay.max(1)).max(1)
 }
 
 /// One measured point.
@@ -71,23 +84,6 @@ struct Point {
     errors: u64,
     /// The proxy's open connections halfway through.
     open_connections: f64,
-}
-
-/// A process that printed `ready ADDRESS` on stdout.
-fn start_listening(
-    coldwire: &Path,
-    args: &[String],
-    cpu: Option<usize>,
-    ready: &str,
-) -> anyhow::Result<(Process, SocketAddr)> {
-    let mut process = start_server(coldwire, args, cpu)?;
-    let line = process
-        .wait_for_line(ready, Duration::from_secs(20))
-        .map_err(server_error)?;
-    let address = line
-        .parse()
-        .with_context(|| format!("`{ready}` was followed by an unexpected address `{line}`"))?;
-    Ok((process, address))
 }
 
 /// Runs the experiment.
@@ -196,8 +192,10 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
              connections through the relay (`--cold N`) and sends {} requests/s (open loop) for one cached object \
              (100% hits) over {} keep-alive connections through the same relay. Per point a fresh proxy and relay, \
              {} s warm-up, {} s measured; backends interleaved, order reversed in even rounds; {} round(s), medians \
-             shown. Scaled to this machine: the relay holds two descriptors per robot and the generator one, under \
-             20,000 per process.",
+             shown. Scaled to this machine (20,000 open files per process): a relay holds two descriptors per \
+             robot, so the robots are shared out among ceil(N / {}) relay processes (10,000 robots: {}); the \
+             generator holds one per robot plus its {} active connections, the proxy one per robot plus its \
+             origin connections.",
             pinning
                 .server_cpu
                 .map_or(String::new(), |cpu| format!(", pinned to CPU {cpu}")),
@@ -211,7 +209,10 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             parameters.active_connections,
             parameters.warmup,
             parameters.duration,
-            rounds
+            rounds,
+            thousands(parameters.robots_per_relay as f64),
+            relays_for(10_000, parameters.robots_per_relay),
+            parameters.active_connections,
         ),
     );
     record.parameters = serde_json::to_value(&parameters)?;
@@ -241,35 +242,48 @@ fn measure_point(
         .stats_url
         .clone()
         .context("the proxy printed no stats URL")?;
-    let relay_args: Vec<String> = vec![
-        "wan".into(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--to".into(),
-        running.address.to_string(),
-        "--rtt".into(),
-        parameters.rtt.clone(),
-        "--loss".into(),
-        parameters.loss.clone(),
-        "--workers".into(),
-        "1".into(),
-    ];
-    let (mut relay, relay_address) = start_listening(
-        &context.coldwire,
-        &relay_args,
-        pinning.generator_cpu,
-        "wan listening on http://",
-    )?;
-    let args = vec![
+    // Several relays when one cannot hold every robot's pair of descriptors; the active
+    // connections go through the first, the robots are shared out among all of them.
+    let mut relays = Vec::new();
+    let mut relay_addresses = Vec::new();
+    for _ in 0..relays_for(robots, parameters.robots_per_relay) {
+        let relay_args: Vec<String> = vec![
+            "wan".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--to".into(),
+            running.address.to_string(),
+            "--rtt".into(),
+            parameters.rtt.clone(),
+            "--loss".into(),
+            parameters.loss.clone(),
+            "--workers".into(),
+            "1".into(),
+        ];
+        let (relay, address) = start_listening(
+            &context.coldwire,
+            &relay_args,
+            pinning.generator_cpu,
+            "wan listening on http://",
+        )?;
+        relays.push(relay);
+        relay_addresses.push(address);
+    }
+    let relay_address = relay_addresses[0];
+    let mut args = vec![
         format!("--url=http://{relay_address}/obj/1"),
         format!("--rate={}", parameters.rate),
         format!("--connections={}", parameters.active_connections),
         format!("--cold={robots}"),
-        format!("--cold-target={relay_address}"),
         "--timeout=10".to_owned(),
         format!("--warmup={}", parameters.warmup),
         format!("--duration={}", parameters.duration),
     ];
+    args.extend(
+        relay_addresses
+            .iter()
+            .map(|address| format!("--cold-target={address}")),
+    );
     let halfway = Duration::from_secs_f64(parameters.warmup + parameters.duration / 2.0);
     let sampler = {
         let url = stats_url.clone();
@@ -290,7 +304,9 @@ fn measure_point(
     );
     let middle = sampler.join().ok().flatten();
     running.stop();
-    relay.stop_within(Duration::from_secs(5));
+    for mut relay in relays {
+        relay.stop_within(Duration::from_secs(5));
+    }
     let (document, raw) = measured?;
     let phase = document.phase()?;
     let json: serde_json::Value =
@@ -530,4 +546,19 @@ fn findings(
     } else {
         format!("{failed} requests failed over the run (see the warnings).")
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robots_are_shared_out_among_relays_within_their_descriptors() {
+        assert_eq!(relays_for(0, 4_000), 1, "the active connections need one");
+        assert_eq!(relays_for(250, 4_000), 1);
+        assert_eq!(relays_for(4_000, 4_000), 1);
+        assert_eq!(relays_for(5_000, 4_000), 2);
+        assert_eq!(relays_for(10_000, 4_000), 3);
+        assert_eq!(relays_for(10, 0), 10, "a zero share is read as one");
+    }
 }

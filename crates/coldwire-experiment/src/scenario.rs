@@ -53,6 +53,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         "live-day",
         include_str!("../../../experiments/live-day.toml"),
     ),
+    (
+        "network-cost",
+        include_str!("../../../experiments/network-cost.toml"),
+    ),
 ];
 
 /// The compiled-in scenario of experiment `name`, if it has one.

@@ -30,7 +30,7 @@ use crate::RunContext;
 use crate::figures::{machine_load_warning, short, thousands};
 use crate::peers::contenders::{self, Contender, Target};
 use crate::peers::origin::get;
-use crate::process::{server_error, start_server};
+use crate::process::start_listening;
 use crate::serve::{Pinning, available_backends};
 
 /// The most connections the generator opens: it checks its open-files limit (20,000 here)
@@ -120,14 +120,9 @@ impl ThinkingOrigin {
             "--idle-timeout".into(),
             "600".into(),
         ];
-        let mut process = start_server(coldwire, &args, cpu)
-            .context("cannot start the origin (coldwire origin)")?;
-        let listen = process
-            .wait_for_line("origin listening on http://", Duration::from_secs(20))
-            .map_err(server_error)?;
-        let address = listen
-            .parse()
-            .with_context(|| format!("coldwire origin printed an unexpected address `{listen}`"))?;
+        let (process, address) =
+            start_listening(coldwire, &args, cpu, "origin listening on http://")
+                .context("cannot start the origin (coldwire origin)")?;
         Ok(ThinkingOrigin {
             _process: process,
             address,

@@ -86,10 +86,33 @@ pub fn connect_from(
     address: std::net::SocketAddr,
     source: Option<std::net::IpAddr>,
 ) -> io::Result<(RawFd, bool)> {
-    use std::os::fd::{AsRawFd, IntoRawFd};
+    use std::os::fd::IntoRawFd;
+    let socket = stream_socket(address, source, true)?;
+    let established = match socket.connect(&address.into()) {
+        Ok(()) => true,
+        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => false,
+        Err(error) => return Err(error),
+    };
+    Ok((socket.into_raw_fd(), established))
+}
+
+/// A TCP socket for a connection to `address`, not connected yet: close-on-exec,
+/// `TCP_NODELAY`, non-blocking if asked, and bound to `source` when given (as
+/// [`connect_from`] does). The io_uring driver connects it with an `IORING_OP_CONNECT`.
+pub fn stream_socket(
+    address: std::net::SocketAddr,
+    source: Option<std::net::IpAddr>,
+    nonblocking: bool,
+) -> io::Result<socket2::Socket> {
+    use std::os::fd::AsRawFd;
+    let kind = if nonblocking {
+        socket2::Type::STREAM.nonblocking()
+    } else {
+        socket2::Type::STREAM
+    };
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(address),
-        socket2::Type::STREAM.nonblocking().cloexec(),
+        kind.cloexec(),
         Some(socket2::Protocol::TCP),
     )?;
     socket.set_tcp_nodelay(true)?;
@@ -108,12 +131,7 @@ pub fn connect_from(
         }
         socket.bind(&std::net::SocketAddr::new(source, 0).into())?;
     }
-    let established = match socket.connect(&address.into()) {
-        Ok(()) => true,
-        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => false,
-        Err(error) => return Err(error),
-    };
-    Ok((socket.into_raw_fd(), established))
+    Ok(socket)
 }
 
 /// The pending error of a socket (`SO_ERROR`), which also clears it: how a non-blocking

@@ -26,7 +26,9 @@ use splice_cases::{
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
 };
-use support::{accept_one, is_uring_driver, listener, receive_text, run_until};
+use support::{
+    accept_one, accept_while_running, is_uring_driver, listener, receive_text, run_until,
+};
 
 coldwire_io::for_each_backend!(
     accepts_receives_and_sends,
@@ -43,6 +45,7 @@ coldwire_io::for_each_backend!(
     closing_a_blocked_file_send_frees_the_slot,
     connects_sends_before_established_and_reports_refusal,
     connects_from_a_source_address,
+    a_connection_closed_while_connecting_is_released,
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
     a_cold_file_range_is_read_ahead_and_arrives_exact,
@@ -398,7 +401,7 @@ fn connects_sends_before_established_and_reports_refusal<D: Driver>(mut driver: 
     request.extend_from_slice(b"ping");
     driver.send(id, Chunk::Owned(request));
     let flushed = driver.flush(id);
-    let (mut server_side, _) = listener.accept().unwrap();
+    let (mut server_side, _) = accept_while_running(&mut driver, &listener);
     let mut connected = false;
     if matches!(flushed, Flush::Pending) {
         run_until(&mut driver, |_, completion| match completion {
@@ -431,7 +434,9 @@ fn connects_sends_before_established_and_reports_refusal<D: Driver>(mut driver: 
     });
     assert!(connected, "Connected is reported once");
     assert_eq!(reply, b"pong");
-    assert_eq!(driver.counters().connect_calls, 1);
+    // io_uring connects with a submission (`uring_connects`), the others with connect(2).
+    let counters = driver.counters();
+    assert_eq!(counters.connect_calls + counters.uring_connects, 1);
     driver.close(id);
 
     drop(listener);
@@ -525,10 +530,53 @@ fn connects_from_a_source_address<D: Driver>(mut driver: D) {
     let (listener, address) = listener();
     let source: std::net::IpAddr = "127.0.0.9".parse().unwrap();
     let id = driver.connect_from(address, source).unwrap();
-    let (_server_side, peer) = listener.accept().unwrap();
+    let (_server_side, peer) = accept_while_running(&mut driver, &listener);
     assert_eq!(peer.ip(), source);
     driver.close(id);
     let foreign: std::net::IpAddr = "192.0.2.1".parse().unwrap();
     let error = driver.connect_from(address, foreign).unwrap_err();
     assert_eq!(error.raw_os_error(), Some(libc::EADDRNOTAVAIL), "{error}");
+}
+
+/// A connection closed before its connect completed is released: its socket is closed
+/// (the peer reads the end, if the connection got that far) and its slot is free for the
+/// next connection. On io_uring the connect's completion must come first (the close
+/// cancels it), since the kernel holds the socket and the address until then.
+fn a_connection_closed_while_connecting_is_released<D: Driver>(mut driver: D) {
+    let (listener, address) = listener();
+    listener.set_nonblocking(true).unwrap();
+    let first = driver.connect(address).unwrap();
+    driver.close(first);
+    assert_eq!(driver.counters().open_connections, 0);
+    let mut ended = false;
+    for _ in 0..100 {
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        while driver.next_completion().is_some() {}
+        if let Ok((mut server_side, _)) = listener.accept() {
+            server_side.set_nonblocking(false).unwrap();
+            server_side
+                .set_read_timeout(Some(Duration::from_secs(20)))
+                .unwrap();
+            let mut rest = Vec::new();
+            // EOF or a reset: either way the socket was closed.
+            let _ = server_side.read_to_end(&mut rest);
+            assert!(rest.is_empty());
+            ended = true;
+        }
+        if ended {
+            break;
+        }
+    }
+    // A few more turns so a completion racing the cancellation is handled.
+    for _ in 0..5 {
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        while driver.next_completion().is_some() {}
+    }
+    let second = driver.connect(address).unwrap();
+    assert_eq!(
+        second.slot, first.slot,
+        "the first connection's slot was freed"
+    );
+    assert_ne!(second, first);
+    driver.close(second);
 }

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use coldwire_io::LoopCounters;
 
-use crate::stats::{RESPONSE_CLASSES, StatsReport, WorkerSnapshot};
+use crate::stats::{CacheReport, RESPONSE_CLASSES, StatsReport, WorkerSnapshot};
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -375,8 +375,108 @@ pub fn render(report: &StatsReport) -> String {
         for (name, kind, help, value) in single {
             Family::new(&mut out, name, kind, help).sample("", &[], value);
         }
+        let mut tiers = Family::new(
+            &mut out,
+            "coldwire_cache_hits_total",
+            "counter",
+            "Cache hits by the tier their body came from (disk: the --cache-dir store).",
+        );
+        tiers.sample("", &[("tier", "memory")], cache.hits_in_memory);
+        tiers.sample("", &[("tier", "disk")], cache.hits_on_disk);
+        if let Some(disk) = &cache.disk {
+            disk_metrics(&mut out, cache, disk);
+        }
     }
     out
+}
+
+/// The disk store's series (`--cache-dir`; docs/disk-store.md).
+fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::DiskCounters) {
+    let mut read = Family::new(
+        out,
+        "coldwire_cache_disk_read_bytes_total",
+        "counter",
+        "Bytes read from the disk store: by the start-up scan (recovery), and the bodies of \
+         hits on disk (hits, sent with sendfile or splice).",
+    );
+    read.sample("", &[("by", "recovery")], disk.bytes_read);
+    read.sample("", &[("by", "hits")], cache.hit_bytes_on_disk);
+    let mut errors = Family::new(
+        out,
+        "coldwire_cache_disk_io_errors_total",
+        "counter",
+        "Disk store I/O errors (writes, syncs, segment creation and deletion) by kind: \
+         no_space (ENOSPC), io (EIO), other.",
+    );
+    for (kind, count) in disk.io_errors_by_kind.labelled() {
+        errors.sample("", &[("kind", kind)], count);
+    }
+    let single: [(&'static str, &str, &str, u64); 9] = [
+        (
+            "coldwire_cache_disk_written_bytes_total",
+            "counter",
+            "Bytes written to the disk store's segments (records, kills, padding).",
+            disk.bytes_written,
+        ),
+        (
+            "coldwire_cache_disk_objects_written_total",
+            "counter",
+            "Object records written to the disk store.",
+            disk.objects_written,
+        ),
+        (
+            "coldwire_cache_disk_heads_written_total",
+            "counter",
+            "Head records written (a 304 or a HEAD response freshened an object on disk).",
+            disk.heads_written,
+        ),
+        (
+            "coldwire_cache_disk_dropped_total",
+            "counter",
+            "Disk copies dropped: the queue was full or the disk failing.",
+            disk.dropped,
+        ),
+        (
+            "coldwire_cache_disk_queue_depth",
+            "gauge",
+            "Writes waiting for the disk store's I/O thread now.",
+            disk.queue_depth,
+        ),
+        (
+            "coldwire_cache_disk_queue_bytes",
+            "gauge",
+            "Bytes of bodies waiting for the disk store's I/O thread now.",
+            disk.queue_bytes,
+        ),
+        (
+            "coldwire_cache_disk_segments",
+            "gauge",
+            "Segment files in the disk store now.",
+            disk.segments,
+        ),
+        (
+            "coldwire_cache_disk_segments_evicted_total",
+            "counter",
+            "Segment files deleted to make room.",
+            disk.segments_evicted,
+        ),
+        (
+            "coldwire_cache_disk_recovered_objects",
+            "gauge",
+            "Objects the disk store found intact at start-up.",
+            disk.recovered,
+        ),
+    ];
+    for (name, kind, help, value) in single {
+        Family::new(out, name, kind, help).sample("", &[], value);
+    }
+    Family::new(
+        out,
+        "coldwire_cache_disk_recovery_seconds",
+        "gauge",
+        "How long the disk store's start-up scan took.",
+    )
+    .sample("", &[], disk.recovery_ms as f64 / 1000.0);
 }
 
 #[cfg(test)]

@@ -129,6 +129,9 @@ pub struct CacheReport {
     pub hits_in_memory: u64,
     /// Hits whose body was read from the disk store (`--cache-dir`).
     pub hits_on_disk: u64,
+    /// Body bytes of the hits on disk: what they read from the disk (a range or a `304`
+    /// sends less).
+    pub hit_bytes_on_disk: u64,
     /// The disk store's own counters (`null` without `--cache-dir`; docs/disk-store.md).
     pub disk: Option<coldwire_cache::DiskCounters>,
 }
@@ -146,6 +149,7 @@ impl From<StoreCounters> for CacheReport {
             hit_for_miss: counters.hit_for_miss,
             hits_in_memory: counters.found_in_memory,
             hits_on_disk: counters.found_on_disk,
+            hit_bytes_on_disk: counters.found_on_disk_bytes,
             disk: counters.disk,
         }
     }

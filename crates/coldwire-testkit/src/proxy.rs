@@ -37,6 +37,12 @@ impl Proxy {
         Proxy::launch(listen, backend, workers, args, None)
     }
 
+    /// One worker on 127.0.0.1:0 with its stderr kept ([`Proxy::stderr_tail`]), to see
+    /// the warnings it logs.
+    pub fn start_keeping_stderr(backend: &str, args: &[&str]) -> Proxy {
+        Proxy::launch("127.0.0.1:0", backend, 1, args, Some(0))
+    }
+
     /// One worker on 127.0.0.1:0 run under `prlimit --nofile=N:N` (soft and hard), so it
     /// runs out of descriptors early; its stderr is kept ([`Proxy::stderr_tail`]).
     pub fn start_with_open_files(backend: &str, args: &[&str], open_files: u64) -> Proxy {
@@ -61,6 +67,8 @@ impl Proxy {
             &workers,
         ];
         let launch = match open_files {
+            // 0: no limit, only the stderr kept.
+            Some(0) => coldwire(proxy_args).stderr(Stderr::Keep(STDERR_LINES)),
             // prlimit execs the binary, so the child's pid is the proxy's.
             Some(limit) => Launch::new("prlimit")
                 .arg(format!("--nofile={limit}:{limit}"))
@@ -93,7 +101,7 @@ impl Proxy {
     }
 
     /// The last lines the proxy wrote to stderr (kept only for
-    /// [`Proxy::start_with_open_files`]).
+    /// [`Proxy::start_with_open_files`] and [`Proxy::start_keeping_stderr`]).
     pub fn stderr_tail(&self) -> String {
         self.process.stderr_tail()
     }

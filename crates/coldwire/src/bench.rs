@@ -106,9 +106,10 @@ pub struct BenchArgs {
     /// per --trickle-interval).
     #[arg(long, default_value = "idle", value_parser = parse_cold_mode)]
     pub cold_mode: ColdMode,
-    /// Send the cold connections here instead of the (first) target's address.
+    /// Send the cold connections here instead of the (first) target's address; repeated,
+    /// they are shared out among the addresses in turn (several relays).
     #[arg(long, value_name = "HOST:PORT")]
-    pub cold_target: Option<SocketAddr>,
+    pub cold_target: Vec<SocketAddr>,
     /// Cold connections opened per second.
     #[arg(long, default_value_t = 2000.0, value_name = "PER_SECOND")]
     pub cold_rate: f64,
@@ -222,6 +223,17 @@ pub struct BenchArgs {
         help_heading = "Trace replay"
     )]
     pub replay_max_requests: u64,
+    /// Replay in a closed loop on N connections instead of at the logged pace: each
+    /// connection replays one logged connection after another (taken in logged order,
+    /// the trace starting again at its end), sending the next request as soon as the
+    /// previous answer arrives; measured for --duration after --warmup.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "replay",
+        help_heading = "Trace replay"
+    )]
+    pub replay_connections: Option<usize>,
     /// What the requests are: `urls` (the --url list) or `polymix` (Web Polygraph's
     /// PolyMix-4 robots; without --url the bench starts coldwire origin servers, WAN
     /// relays and a coldwire proxy itself — docs/polymix.md).
@@ -516,7 +528,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.timeout = Duration::from_secs_f64(arguments.timeout);
     load.cold = arguments.cold;
     load.cold_mode = arguments.cold_mode;
-    load.cold_address = arguments.cold_target;
+    load.cold_addresses = arguments.cold_target.clone();
     load.cold_connect_rate = arguments.cold_rate;
     load.trickle_interval = arguments.trickle_interval;
     load.late_limit = Duration::from_secs_f64(arguments.late_limit / 1000.0);

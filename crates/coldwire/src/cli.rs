@@ -81,6 +81,10 @@ pub enum DataPathArg {
     Copy,
     /// splice(2) through pooled pipes for bodies (or chunks) of at least --splice-threshold.
     Splice,
+    /// As splice, and the rest of a Content-Length body that is not stored (64 KiB or
+    /// more) is handed to the kernel whole through a BPF sockmap (readiness backends;
+    /// docs/sockmap.md).
+    Sockmap,
 }
 
 /// `coldwire proxy`.

@@ -7,11 +7,12 @@ use anyhow::{Context, bail};
 use clap::Args;
 use coldwire_experiment::runner::{self, RunnerOptions};
 
-/// `coldwire experiment NAME...`.
+/// `coldwire experiment NAME...`; the help ends with every experiment and its summary,
+/// from `coldwire_experiment::EXPERIMENTS`.
 #[derive(Debug, Args)]
+#[command(after_help = coldwire_experiment::names_help())]
 pub struct ExperimentArgs {
-    /// Experiments to run (`all` for every one): cold-scaling, rate-response,
-    /// connections-latency, splice, accept-herd, slot-alloc, peers.
+    /// Experiments to run (`all` for every one; the list is below).
     #[arg(required = true, value_name = "NAME")]
     pub names: Vec<String>,
     /// Scaled-down versions (the whole set in under two minutes): proves the pipeline.

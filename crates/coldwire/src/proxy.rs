@@ -102,6 +102,7 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
     config.data_path = match arguments.data_path {
         DataPathArg::Copy => DataPath::Copy,
         DataPathArg::Splice => DataPath::Splice,
+        DataPathArg::Sockmap => DataPath::Sockmap,
     };
     config.splice_threshold = arguments.splice_threshold;
     if arguments.connect_any_port {

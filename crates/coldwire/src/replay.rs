@@ -3,7 +3,9 @@
 //! user of the population engine with its own source address, connections and logged
 //! order, at the logged pace divided by `--speedup`. Reports as the bench's other modes
 //! (table, JSON) plus the replay's own account: logged vs offered vs achieved rate,
-//! connections planned vs opened. docs/replay.md.
+//! connections planned vs opened. With `--replay-connections N` the same log is replayed
+//! in a closed loop on N connections for `--duration` after `--warmup`
+//! ([`ClosedReplayPopulation`]). docs/replay.md.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,9 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use coldwire_bench::population::Population;
 use coldwire_bench::population::PopulationConfig;
 use coldwire_bench::population::run::{PopulationPlan, run_population_on};
 use coldwire_bench::replay::{ReplayPopulation, connection_rule};
+use coldwire_bench::replay_closed::ClosedReplayPopulation;
 use coldwire_bench::report::{BenchReport, MachineInfo, ServerInfo};
 use coldwire_bench::{LoadConfig, SCHEMA_VERSION, ServerWatch, Target};
 use coldwire_io::{Backend, DriverConfig};
@@ -70,9 +74,26 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     }
     let connect_to = arguments.proxy.unwrap_or(server);
     let own_sources = connect_to.ip().is_loopback();
-    let max_open = plan.clients.len().min(MAX_OPEN);
+    let closed = arguments.replay_connections;
+    if let Some(connections) = closed {
+        if connections == 0 || connections > MAX_OPEN {
+            bail!("--replay-connections must be 1 to {MAX_OPEN}");
+        }
+        if arguments.speedup != 1.0 {
+            bail!(
+                "--replay-connections replays as fast as the server answers: leave out --speedup (it sets the logged pace)"
+            );
+        }
+    }
+    let max_open = closed.unwrap_or_else(|| plan.clients.len().min(MAX_OPEN));
     let limit = system::raise_open_files_limit().context("cannot read the open-files limit")?;
     if (limit as usize) < max_open + 64 {
+        if let Some(connections) = closed {
+            bail!(
+                "--replay-connections {connections} needs about {} descriptors but the open-files limit is {limit} — raise the hard limit (ulimit -Hn) or use fewer connections",
+                max_open + 64
+            );
+        }
         bail!(
             "{} has {} clients and the replay may hold a connection for each: it needs about {} \
              descriptors but the open-files limit is {limit} — raise the hard limit (ulimit -Hn)",
@@ -105,6 +126,7 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
             "logged_rate": logged_rate,
             "offered_mean_rate": logged_rate * plan.speedup,
             "own_source_addresses": own_sources,
+            "closed_loop_connections": closed,
         }
     });
     let mut parameters = LoadConfig::new(vec![target.clone()]);
@@ -115,12 +137,19 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     parameters.seed = arguments.seed;
     parameters.workload = "replay";
     let pid = arguments.server_pid;
-    let population_plan = PopulationPlan {
-        name: "replay".into(),
-        phases: vec![(
+    let phases = match closed {
+        Some(connections) => vec![
+            ("warmup".to_owned(), arguments.warmup),
+            (format!("{connections} connections"), arguments.duration),
+        ],
+        None => vec![(
             format!("{}x", plan.speedup),
             plan.replay_span() + timeout + Duration::from_secs(1),
         )],
+    };
+    let population_plan = PopulationPlan {
+        name: "replay".into(),
+        phases,
         kind_names: vec!["get", "head"],
         watch: ServerWatch {
             pid,
@@ -136,37 +165,64 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
         drain: timeout,
         seed: arguments.seed,
     };
-    coldwire_server::errln!(
-        "coldwire bench: replaying {} — {} requests from {} clients over {:.0} s logged, at {}× ({:.1} s), \
-         {} connections (a new one after {:.0} s idle or {} requests){}",
-        trace_path.display(),
-        plan.requests,
-        plan.clients.len(),
-        logged_seconds,
-        plan.speedup,
-        plan.replay_span().as_secs_f64(),
-        plan.connections(),
-        rule.idle_gap_ms as f64 / 1000.0,
-        rule.max_requests,
-        if own_sources {
-            ", each client from its own 127.1.x.y address"
-        } else {
-            ""
-        }
-    );
+    if let Some(connections) = closed {
+        coldwire_server::errln!(
+            "coldwire bench: replaying {} in a closed loop on {connections} connections — {} logged connections              ({} requests from {} clients) taken in logged order and repeated, {:.1} s warm-up, {:.1} s measured{}",
+            trace_path.display(),
+            plan.connections(),
+            plan.requests,
+            plan.clients.len(),
+            arguments.warmup.as_secs_f64(),
+            arguments.duration.as_secs_f64(),
+            if own_sources {
+                ", each from its client's own 127.1.x.y address"
+            } else {
+                ""
+            }
+        );
+    } else {
+        coldwire_server::errln!(
+            "coldwire bench: replaying {} — {} requests from {} clients over {:.0} s logged, at {}× ({:.1} s), \
+             {} connections (a new one after {:.0} s idle or {} requests){}",
+            trace_path.display(),
+            plan.requests,
+            plan.clients.len(),
+            logged_seconds,
+            plan.speedup,
+            plan.replay_span().as_secs_f64(),
+            plan.connections(),
+            rule.idle_gap_ms as f64 / 1000.0,
+            rule.max_requests,
+            if own_sources {
+                ", each client from its own 127.1.x.y address"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(cpu) = arguments.cpu {
         system::pin_current_thread(cpu)
             .with_context(|| format!("cannot pin the generator to CPU {cpu}"))?;
     }
     let planned_connections = plan.connections();
     let requests = plan.requests;
-    let population = ReplayPopulation::new(
-        plan,
-        server,
-        target.authority(),
-        arguments.proxy,
-        own_sources,
-    );
+    let population: Box<dyn Population> = match closed {
+        Some(connections) => Box::new(ClosedReplayPopulation::new(
+            &plan,
+            connections,
+            server,
+            target.authority(),
+            arguments.proxy,
+            own_sources,
+        )),
+        None => Box::new(ReplayPopulation::new(
+            plan,
+            server,
+            target.authority(),
+            arguments.proxy,
+            own_sources,
+        )),
+    };
     let started = unix_seconds();
     let mut bar = Bar::new(arguments.quiet);
     let backend = arguments.backend.unwrap_or_else(Backend::best_available);
@@ -177,7 +233,7 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     let result = run_population_on(
         backend,
         &driver_config,
-        Box::new(population),
+        population,
         config,
         &population_plan,
         stop,
@@ -185,7 +241,21 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     );
     bar.finish();
     let run = result?;
-    if let Some(phase) = run.phases.first() {
+    if let (Some(connections), Some(phase)) = (closed, run.phases.last()) {
+        coldwire_server::outln!(
+            "replay: closed loop on {connections} connections (at most {} open at once): {} requests answered \
+             ({} errors) in {:.1} s, {:.1}/s, {} connections opened",
+            phase
+                .population
+                .as_ref()
+                .map_or(0, |population| population.max_open_connections),
+            phase.succeeded_requests,
+            phase.errors_total,
+            phase.window_seconds,
+            phase.achieved_rate,
+            phase.connections_opened,
+        );
+    } else if let Some(phase) = run.phases.first() {
         coldwire_server::outln!(
             "replay: {} of {requests} requests answered ({} errors), {} connections opened of {planned_connections} planned; \
              logged {logged_rate:.3}/s × {} = {:.3}/s offered, {:.3}/s achieved",

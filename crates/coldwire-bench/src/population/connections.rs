@@ -79,6 +79,7 @@ impl<D: Driver> PopulationEngine<D> {
                     _ => ErrorKind::Connect,
                 };
                 self.count_error(waiting.phase, kind);
+                self.request_ended(user, true);
             }
         }
     }
@@ -297,6 +298,7 @@ impl<D: Driver> PopulationEngine<D> {
             hit: check.hit,
             body_bytes: check.body_bytes,
         });
+        self.request_ended(user, false);
         if reusable && user < self.activated {
             if let Some(conn) = self.conn(id) {
                 conn.idle = true;
@@ -338,6 +340,7 @@ impl<D: Driver> PopulationEngine<D> {
                     hit: false,
                     body_bytes: 0,
                 });
+                self.request_ended(user, true);
             }
         }
         self.close(id);

@@ -7,7 +7,9 @@
 //! of them — its corrected latency counting from its intended start. A connection carries
 //! requests up to its drawn limit (the last one asks `Connection: close`), then closes.
 //! Arrivals the loop reaches more than `late_limit` late are skipped and counted as missed,
-//! never sent in a burst. The population's size follows [`Population::active_users`]: new
+//! never sent in a burst. In a closed loop ([`Population::closed_loop`]) a user's next
+//! arrival is asked for only when its previous request ends (at once after a response,
+//! [`CLOSED_LOOP_BACKOFF`] after a failure). The population's size follows [`Population::active_users`]: new
 //! users get their first arrival, users beyond it stop at their next arrival (their idle
 //! connections close). What happens on a connection is in `connections.rs`.
 //!
@@ -36,6 +38,10 @@ use super::{Population, UserRequest};
 
 /// How often progress is reported (and the population's size re-read) at the latest.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// In a closed loop, how long a user whose request failed waits before its next one (a
+/// server that refuses every connection is not hammered in a busy loop).
+pub const CLOSED_LOOP_BACKOFF: Duration = Duration::from_millis(10);
 
 /// The engine's own limits.
 #[derive(Clone, Debug)]
@@ -129,6 +135,8 @@ pub struct PopulationEngine<D: Driver> {
     pub(super) phase_start: Instant,
     pub(super) now: Instant,
     pub(super) stop: Arc<AtomicBool>,
+    /// [`Population::closed_loop`], read once.
+    pub(super) closed_loop: bool,
 }
 
 impl<D: Driver> PopulationEngine<D> {
@@ -151,6 +159,7 @@ impl<D: Driver> PopulationEngine<D> {
         }
         let users = (0..population.users()).map(|_| User::default()).collect();
         let now = Instant::now();
+        let closed_loop = population.closed_loop();
         Ok(PopulationEngine {
             driver,
             random: Random::new(config.seed ^ 0x0b07),
@@ -169,6 +178,7 @@ impl<D: Driver> PopulationEngine<D> {
             phase_start: now,
             now,
             stop,
+            closed_loop,
         })
     }
 
@@ -371,7 +381,11 @@ impl<D: Driver> PopulationEngine<D> {
             self.users[user].scheduled = false;
             return;
         }
-        self.schedule(user, intended, false);
+        if self.closed_loop {
+            self.users[user].scheduled = false;
+        } else {
+            self.schedule(user, intended, false);
+        }
         let phase = self.phase;
         let late = self.now.saturating_duration_since(intended);
         let second = self.second();
@@ -409,6 +423,7 @@ impl<D: Driver> PopulationEngine<D> {
                 self.users[user].waiting.pop_front();
                 self.waiting -= 1;
                 self.count_error(phase, ErrorKind::QueueTimeout);
+                self.request_ended(user, true);
                 continue;
             }
             let mut idle = None;
@@ -437,6 +452,24 @@ impl<D: Driver> PopulationEngine<D> {
             let waiting = self.take_waiting(user);
             self.open_and_send(user, limit, waiting);
         }
+    }
+
+    /// A request of `user` ended (a response, or a failure when `failed`): in a closed
+    /// loop, its next arrival is due now (after [`CLOSED_LOOP_BACKOFF`] when it failed).
+    pub(super) fn request_ended(&mut self, user: usize, failed: bool) {
+        if !self.closed_loop || user >= self.activated {
+            return;
+        }
+        let state = &self.users[user];
+        if state.scheduled || state.done {
+            return;
+        }
+        let after = if failed {
+            self.now + CLOSED_LOOP_BACKOFF
+        } else {
+            self.now
+        };
+        self.schedule(user, after, false);
     }
 
     pub(super) fn take_waiting(&mut self, user: usize) -> Waiting {

@@ -86,6 +86,18 @@ pub fn cache_status_is_hit(value: &[u8]) -> bool {
     })
 }
 
+/// `true` when an `X-Cache` value (Squid's, Varnish's and most CDNs' header, from before
+/// `Cache-Status`) starts with `HIT` (`HIT from proxy`, `HIT`); `MISS`, `REFRESH_HIT`
+/// (revalidated with the origin) and anything else are not hits.
+pub fn x_cache_is_hit(value: &[u8]) -> bool {
+    let value = value.trim_ascii_start();
+    value.len() >= 3
+        && value[..3].eq_ignore_ascii_case(b"hit")
+        && value
+            .get(3)
+            .is_none_or(|byte| !byte.is_ascii_alphanumeric() && *byte != b'_')
+}
+
 /// Parses `id=<hex>; v=<hex>; size=<n>`.
 pub fn parse_object_field(value: &[u8]) -> Option<(u64, u64, u64)> {
     let text = std::str::from_utf8(value).ok()?;
@@ -107,6 +119,8 @@ impl Inspect for Check {
         for field in fields {
             if field.name.eq_ignore_ascii_case("cache-status") {
                 self.hit |= cache_status_is_hit(field.value);
+            } else if field.name.eq_ignore_ascii_case("x-cache") {
+                self.hit |= x_cache_is_hit(field.value);
             } else if field.name.eq_ignore_ascii_case(BODY_HEADER) {
                 match parse_object_field(field.value) {
                     Some(object) => {
@@ -171,6 +185,11 @@ mod tests {
         assert!(cache_status_is_hit(b"origin; fwd=miss, coldwire; hit"));
         assert!(!cache_status_is_hit(b"coldwire; fwd=miss; stored"));
         assert!(!cache_status_is_hit(b"hit"));
+        assert!(x_cache_is_hit(b"HIT from coldwire-experiment"));
+        assert!(x_cache_is_hit(b"hit"));
+        assert!(!x_cache_is_hit(b"MISS from coldwire-experiment"));
+        assert!(!x_cache_is_hit(b"HITCH"));
+        assert!(!x_cache_is_hit(b"REFRESH_HIT from squid"));
         let bytes = response(5, 1, 100, 5, "Cache-Status: coldwire; hit; ttl=9\r\n");
         assert!(check(&bytes, 5, 7).hit);
         let bytes = response(5, 1, 100, 5, "Cache-Status: coldwire; fwd=uri-miss\r\n");

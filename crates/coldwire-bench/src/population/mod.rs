@@ -116,4 +116,12 @@ pub trait Population {
 
     /// Names of the workload's kinds of request (reported with their counts).
     fn request_kinds(&self) -> &[&'static str];
+
+    /// A closed loop: the user's next arrival is asked for when its previous request ends
+    /// (a response, or a failure), not when it is made — each user then has one request
+    /// at a time and goes as fast as the server answers (`--replay-connections`). The
+    /// default, an open loop, asks as soon as a request is made.
+    fn closed_loop(&self) -> bool {
+        false
+    }
 }

@@ -60,6 +60,9 @@ pub struct StoreCounters {
     pub found_in_memory: u64,
     /// Of those, responses whose body was on disk (disk hits, sent with `sendfile`).
     pub found_on_disk: u64,
+    /// Body bytes of the responses found on disk: what their hits read from the disk
+    /// (with `sendfile`; a range or a `304` to a conditional request sends less).
+    pub found_on_disk_bytes: u64,
     /// Lookups that found nothing usable.
     pub missed: u64,
     /// Responses stored (including 304 refreshes).
@@ -86,6 +89,7 @@ pub(crate) struct Index {
     shard_capacity: AtomicU64,
     found: AtomicU64,
     found_on_disk: AtomicU64,
+    found_on_disk_bytes: AtomicU64,
     missed: AtomicU64,
     stored: AtomicU64,
     evicted: AtomicU64,
@@ -106,6 +110,7 @@ impl Index {
             shard_capacity: AtomicU64::new(capacity / shards as u64),
             found: AtomicU64::new(0),
             found_on_disk: AtomicU64::new(0),
+            found_on_disk_bytes: AtomicU64::new(0),
             missed: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
@@ -171,6 +176,8 @@ impl Index {
                 self.found.fetch_add(1, Ordering::Relaxed);
                 if !response.body.is_in_memory() {
                     self.found_on_disk.fetch_add(1, Ordering::Relaxed);
+                    self.found_on_disk_bytes
+                        .fetch_add(response.body_len, Ordering::Relaxed);
                 }
                 Lookup::Found(response)
             }
@@ -254,6 +261,7 @@ impl Index {
             found,
             found_in_memory: found.saturating_sub(found_on_disk),
             found_on_disk,
+            found_on_disk_bytes: self.found_on_disk_bytes.load(Ordering::Relaxed),
             missed: self.missed.load(Ordering::Relaxed),
             stored: self.stored.load(Ordering::Relaxed),
             evicted: self.evicted.load(Ordering::Relaxed),

@@ -28,6 +28,13 @@
 //!   is left but its own (`Arc::strong_count`) — e.g. one file per segment of a
 //!   log-structured store, a segment recycled when nothing reads it, or one file per
 //!   object, unlinked on removal (an open descriptor keeps an unlinked file's bytes).
+//! - **Refresh**: a `304` or a `HEAD` response that freshens a stored response (new
+//!   fields and times, or made stale) hands the new copy, sharing the body, to
+//!   [`Storage::refresh`] before indexing it: a storage that keeps heads persists it.
+//! - **Failed reads**: a hit whose `FileRange` could not be read while it was sent is
+//!   reported ([`Storage::read_failed`]); the storage names what it lost in
+//!   [`Storage::take_evictions`] and may call its [`ReadySink`] with nothing to have them
+//!   forgotten at once.
 //! - **Account**: a `Body::Memory` is charged against the store's byte budget
 //!   (`--cache-bytes`) by the index, which evicts least recently used keys to stay within
 //!   it (first offering their bodies to [`Storage::spill`]); a `Body::File` is charged
@@ -88,7 +95,7 @@ pub mod disk;
 mod memory;
 
 pub use body::{Body, BodyPiece, FileRange, Pieces};
-pub use disk::{DiskConfig, DiskCounters, DiskStorage};
+pub use disk::{DiskConfig, DiskCounters, DiskStorage, IoErrorKinds};
 pub use memory::{MemoryStorage, MemoryWriter};
 
 use std::sync::Arc;
@@ -136,6 +143,9 @@ pub struct Restored {
     pub initial_age: Duration,
     /// Where its body is.
     pub body: Body,
+    /// It was made stale before it was kept (a `HEAD` response did not match it): it must
+    /// be revalidated before it is served.
+    pub stale: bool,
 }
 
 impl Restored {
@@ -149,6 +159,7 @@ impl Restored {
             response_time: head.response_time,
             initial_age: head.initial_age,
             body,
+            stale: false,
         }
     }
 }
@@ -190,6 +201,15 @@ pub trait Storage: Send + Sync {
     /// must not block.
     fn remove(&self, key: &str, body: &Body);
 
+    /// The index now holds `response` under `key` in place of an older copy sharing its
+    /// body: a `304` or a `HEAD` response freshened it (new fields and times) or made it
+    /// stale (`stale`). A storage that keeps heads (the disk store) records the new one, so a
+    /// restart brings it back. The default keeps nothing. Called under an index lock: it
+    /// must not block.
+    fn refresh(&self, key: &str, response: &StoredResponse, stale: bool) {
+        let _ = (key, response, stale);
+    }
+
     /// The index must make room in memory and is about to evict `response`, whose body is
     /// held in memory under `key`: a storage that also keeps it elsewhere (a disk copy
     /// behind a memory tier) returns that handle, and the entry stays indexed with it,
@@ -199,6 +219,12 @@ pub trait Storage: Send + Sync {
         let _ = (key, response);
         None
     }
+
+    /// A [`Body::File`] it handed out could not be read while a hit was sent (`EIO`): a
+    /// storage on a failing disk checks what it can still read and names the keys it lost
+    /// in [`Storage::take_evictions`] (see [`ReadySink`]). The default does nothing. Called
+    /// on a worker: it must not block.
+    fn read_failed(&self) {}
 
     /// Moves into `into` the keys whose bodies this storage needs the index to forget (its
     /// own space is short, or a body is damaged). The default names none.

@@ -169,8 +169,11 @@ impl Store {
             }));
     }
 
-    /// Indexes responses a storage kept; one that does not fit is handed back to it.
+    /// Indexes responses a storage kept; one that does not fit is handed back to it. The
+    /// keys the storage asked to forget go first (a storage that lost bodies — a failing
+    /// disk — calls it with none to have them forgotten at once).
     fn index_restored(&self, restored: Vec<Restored>) {
+        self.forget_storage_evictions();
         for restored in restored {
             let key = restored.key.clone();
             let response = StoredResponse::restored(restored, &self.targets);
@@ -214,6 +217,12 @@ impl Store {
     fn index_fitting(&self, key: &str, response: Arc<StoredResponse>) {
         self.forget_storage_evictions();
         self.index.insert(key, response, &*self.storage);
+    }
+
+    /// A body the storage handed out (a file range) could not be read while it was sent:
+    /// the storage checks what it can still read ([`Storage::read_failed`]).
+    pub fn storage_read_failed(&self) {
+        self.storage.read_failed();
     }
 
     /// Drops the keys the storage asked the index to forget.

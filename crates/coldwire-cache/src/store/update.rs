@@ -2,8 +2,9 @@
 //! updates the stored responses its validators select, a `200` answering `HEAD` updates
 //! the stored `GET` responses it matches and makes the others stale.
 //!
-//! Invariants: selection follows [`crate::policy::validation`]; every updated copy goes through the
-//! shard's insert (replacing the variant with the same `Vary` key, charged against the
+//! Invariants: selection follows [`crate::policy::validation`]; every updated copy is handed
+//! to the storage ([`Storage::refresh`](crate::storage::Storage::refresh): the disk store
+//! persists the new head) and goes through the shard's insert (replacing the variant with the same `Vary` key, charged against the
 //! budget, evicting as any insert does); a copy that no longer fits is not stored.
 
 use std::sync::Arc;
@@ -64,6 +65,7 @@ impl Store {
                 result.asked = Some(refreshed.clone());
             }
             if self.fits(key, &refreshed) {
+                self.storage.refresh(key, &refreshed, false);
                 evicted += shard.insert(key.to_owned(), refreshed, capacity, &*self.storage);
                 result.updated += 1;
             }
@@ -104,6 +106,7 @@ impl Store {
             };
             let copy = Arc::new(copy);
             if self.fits(key, &copy) {
+                self.storage.refresh(key, &copy, !matches);
                 evicted += shard.insert(key.to_owned(), copy, capacity, &*self.storage);
                 if matches {
                     result.updated += 1;

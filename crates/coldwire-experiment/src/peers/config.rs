@@ -13,6 +13,9 @@ pub(crate) const NGINX_PROXY: &str =
     include_str!("../../../../experiments/peers/nginx-proxy.conf.in");
 /// Squid as a memory-only accelerator.
 pub(crate) const SQUID: &str = include_str!("../../../../experiments/peers/squid.conf.in");
+/// Squid as a forward proxy (`coldwire experiment polymix`), memory or rock store.
+pub(crate) const SQUID_FORWARD: &str =
+    include_str!("../../../../experiments/peers/squid-forward.conf.in");
 /// Varnish's VCL.
 pub(crate) const VARNISH: &str = include_str!("../../../../experiments/peers/varnish.vcl.in");
 /// HAProxy, with its cache or without (optionally splicing).
@@ -95,6 +98,22 @@ mod tests {
             "{haproxy}"
         );
         assert!(haproxy.contains("nbthread 1"), "{haproxy}");
+        let mut forward = values("", "");
+        forward.extend([
+            ("CACHE_MEM", "268435456 bytes".to_owned()),
+            ("MAX_OBJECT", "8388608 bytes".to_owned()),
+            (
+                "CACHE_DIR",
+                "cache_dir rock /tmp/work/rock 1024 max-size=8388608".to_owned(),
+            ),
+        ]);
+        let squid = render(SQUID_FORWARD, &forward).unwrap();
+        assert!(squid.contains("http_port 127.0.0.1:18001\n"), "{squid}");
+        assert!(squid.contains("cache_mem 268435456 bytes"), "{squid}");
+        assert!(
+            squid.contains("\ncache_dir rock /tmp/work/rock 1024"),
+            "{squid}"
+        );
         let uncached = render(NGINX_PROXY, &values("off", "")).unwrap();
         assert!(uncached.contains("proxy_cache off;"), "{uncached}");
     }

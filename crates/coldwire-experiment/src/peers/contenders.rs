@@ -18,7 +18,7 @@ use super::install::{Program, find};
 use super::origin::free_port;
 use crate::RunContext;
 use crate::bench_result::BenchDocument;
-use crate::process::{run_bench, server_error, start_server};
+use crate::process::{ProxyMode, ProxyUnderTest, run_bench, server_error, start_server};
 
 /// How long a starting peer gets to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -51,7 +51,8 @@ pub(crate) enum Contender {
     ColdwireServe,
     /// nginx serving the document root.
     NginxStatic,
-    /// `coldwire proxy --reverse ORIGIN --workers 1` with more flags.
+    /// `coldwire proxy --reverse ORIGIN --workers 1` with more flags (a forward proxy when
+    /// the target has no origin).
     ColdwireProxy {
         /// Legend name.
         label: String,
@@ -65,6 +66,9 @@ pub(crate) enum Contender {
     },
     /// Squid as an accelerator.
     Squid,
+    /// Squid as a forward proxy (`experiments/peers/squid-forward.conf.in`), memory store
+    /// only or with a rock store.
+    SquidForward(SquidStore),
     /// Varnish.
     Varnish,
     /// HAProxy: with its cache, or without (and optionally splicing).
@@ -86,6 +90,10 @@ impl Contender {
             Contender::NginxProxy { cache: true } => "nginx proxy_cache".into(),
             Contender::NginxProxy { cache: false } => "nginx".into(),
             Contender::Squid => "squid".into(),
+            Contender::SquidForward(SquidStore {
+                rock_bytes: None, ..
+            }) => "squid".into(),
+            Contender::SquidForward(_) => "squid (rock)".into(),
             Contender::Varnish => "varnish".into(),
             Contender::Haproxy { cache: true, .. } => "haproxy cache".into(),
             Contender::Haproxy { splice: true, .. } => "haproxy splice".into(),
@@ -98,11 +106,22 @@ impl Contender {
         match self {
             Contender::ColdwireServe | Contender::ColdwireProxy { .. } => None,
             Contender::NginxStatic | Contender::NginxProxy { .. } => Some(NGINX),
-            Contender::Squid => Some(SQUID),
+            Contender::Squid | Contender::SquidForward(_) => Some(SQUID),
             Contender::Varnish => Some(VARNISH),
             Contender::Haproxy { .. } => Some(HAPROXY),
         }
     }
+}
+
+/// The store of a forward Squid, sized like the `coldwire proxy` beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SquidStore {
+    /// `cache_mem` (coldwire's `--cache-bytes`).
+    pub memory_bytes: u64,
+    /// `maximum_object_size[_in_memory]` (coldwire's `--max-object-bytes`).
+    pub max_object_bytes: u64,
+    /// A rock `cache_dir` of this size (coldwire's `--cache-dir-size`), or memory only.
+    pub rock_bytes: Option<u64>,
 }
 
 /// A temporary working directory (mode 777: Squid and nginx's workers drop root), removed
@@ -181,7 +200,7 @@ pub(crate) struct Target<'a> {
     pub coldwire: &'a Path,
     /// Document root (static servers).
     pub root: &'a Path,
-    /// The origin (proxies).
+    /// The origin (reverse proxies; `None`: coldwire proxy runs as a forward proxy).
     pub origin: Option<SocketAddr>,
     /// The server CPU.
     pub cpu: Option<usize>,
@@ -196,6 +215,23 @@ fn program_path(program: Program) -> anyhow::Result<PathBuf> {
     })
 }
 
+/// The `@CACHE_MEM@`, `@MAX_OBJECT@` and `@CACHE_DIR@` values of the forward Squid.
+fn squid_store_values(store: &SquidStore, dir: &str) -> Vec<(&'static str, String)> {
+    let cache_dir = match store.rock_bytes {
+        None => "# memory store only: no cache_dir".to_owned(),
+        Some(bytes) => format!(
+            "cache_dir rock {dir}/rock {} max-size={}",
+            (bytes / (1 << 20)).max(1),
+            store.max_object_bytes
+        ),
+    };
+    vec![
+        ("CACHE_MEM", format!("{} bytes", store.memory_bytes)),
+        ("MAX_OBJECT", format!("{} bytes", store.max_object_bytes)),
+        ("CACHE_DIR", cache_dir),
+    ]
+}
+
 /// Starts `contender` and waits until it accepts connections.
 pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Result<Running> {
     let name = contender.name();
@@ -205,20 +241,6 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
         .map(|origin| origin.port().to_string())
         .unwrap_or_default();
     let dir = work.path().display().to_string();
-    let coldwire_common = |command: &str| -> Vec<String> {
-        [
-            command,
-            "--listen",
-            "127.0.0.1:0",
-            "--admin",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-        ]
-        .iter()
-        .map(|arg| (*arg).to_owned())
-        .collect()
-    };
     let (process, address, stats_url) = match contender {
         Contender::ColdwireServe => {
             let serve = crate::serve::ColdwireServe::start(
@@ -236,26 +258,10 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
             (process, address, Some(stats_url))
         }
         Contender::ColdwireProxy { flags, .. } => {
-            let origin = target.origin.context("a proxy needs an origin")?;
-            let mut args = coldwire_common("proxy");
-            args.extend([
-                "--reverse".to_owned(),
-                format!("http://{origin}"),
-                "--idle-timeout".to_owned(),
-                "600".to_owned(),
-            ]);
-            args.extend(flags.iter().cloned());
-            let mut process = start_server(target.coldwire, &args, target.cpu)?;
-            let listen = process
-                .wait_for_line("proxy listening on http://", START_TIMEOUT)
-                .map_err(server_error)?;
-            let stats = process
-                .wait_for_line("stats on ", START_TIMEOUT)
-                .map_err(server_error)?;
-            let address = listen.parse().with_context(|| {
-                format!("coldwire proxy printed an unexpected address `{listen}`")
-            })?;
-            (process, address, Some(stats))
+            // With an origin a reverse proxy in front of it, without one a forward proxy.
+            let mode = target.origin.map_or(ProxyMode::Forward, ProxyMode::Reverse);
+            let proxy = ProxyUnderTest::start(target.coldwire, mode, flags, target.cpu)?;
+            (proxy.process, proxy.address, Some(proxy.stats_url))
         }
         peer => {
             let port = free_port()?;
@@ -289,6 +295,19 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
                 Contender::Squid => {
                     let conf = work.write("squid.conf", &render(config::SQUID, &values)?)?;
                     vec!["-N".into(), "-f".into(), conf.display().to_string()]
+                }
+                Contender::SquidForward(store) => {
+                    values.extend(squid_store_values(store, &dir));
+                    let conf =
+                        work.write("squid.conf", &render(config::SQUID_FORWARD, &values)?)?;
+                    let conf = conf.display().to_string();
+                    if store.rock_bytes.is_some() {
+                        // The rock database is created before Squid serves from it.
+                        start_server(&program, &["-N", "-z", "-f", conf.as_str()], None)?
+                            .finish(START_TIMEOUT)
+                            .context("squid -z could not create the rock store")?;
+                    }
+                    vec!["-N".into(), "-f".into(), conf]
                 }
                 Contender::Varnish => {
                     let vcl = work.write("default.vcl", &render(config::VARNISH, &values)?)?;

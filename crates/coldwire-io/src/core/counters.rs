@@ -67,6 +67,22 @@ pub struct LoopCounters {
     /// operations (by `user_data`) when it closes — at most one per operation it had armed.
     #[serde(default)]
     pub uring_cancellations: u64,
+    /// io_uring completion backend: outgoing connections opened with an
+    /// `IORING_OP_CONNECT` (a submission, not a `connect(2)`: not in `connect_calls`).
+    #[serde(default)]
+    pub uring_connects: u64,
+    /// io_uring completion backend: receives ended by `ENOBUFS` — the shared receive
+    /// buffer ring was empty when data arrived, and the receive had to be armed again.
+    #[serde(default)]
+    pub uring_recv_no_buffers: u64,
+    /// io_uring backends: completions the kernel could not post because the completion
+    /// queue was full (kept on its overflow list, flushed by a later enter).
+    #[serde(default)]
+    pub uring_cq_overflows: u64,
+    /// io_uring backends: `io_uring_enter` calls made because the submission queue was
+    /// full in the middle of a turn (included in `uring_enter_calls`).
+    #[serde(default)]
+    pub uring_sq_full_enters: u64,
     /// Readiness backends: page-cache residency probes (`cachestat`, or the `mincore`
     /// fallback) made before sending a window of a file.
     #[serde(default)]
@@ -75,6 +91,10 @@ pub struct LoopCounters {
     /// instead of being read by `sendfile` on the loop.
     #[serde(default)]
     pub file_reads_offloaded: u64,
+    /// Response bodies handed to the kernel whole (`Splice::splice_in_kernel`, a BPF
+    /// sockmap): their bytes show in neither `bytes_received` nor `bytes_sent`.
+    #[serde(default)]
+    pub kernel_bodies: u64,
 }
 
 impl LoopCounters {
@@ -130,8 +150,13 @@ impl LoopCounters {
             uring_completions,
             uring_enter_calls,
             uring_cancellations,
+            uring_connects,
+            uring_recv_no_buffers,
+            uring_cq_overflows,
+            uring_sq_full_enters,
             file_probe_calls,
             file_reads_offloaded,
+            kernel_bodies,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -157,7 +182,12 @@ impl LoopCounters {
         self.uring_completions += uring_completions;
         self.uring_enter_calls += uring_enter_calls;
         self.uring_cancellations += uring_cancellations;
+        self.uring_connects += uring_connects;
+        self.uring_recv_no_buffers += uring_recv_no_buffers;
+        self.uring_cq_overflows += uring_cq_overflows;
+        self.uring_sq_full_enters += uring_sq_full_enters;
         self.file_probe_calls += file_probe_calls;
         self.file_reads_offloaded += file_reads_offloaded;
+        self.kernel_bodies += kernel_bodies;
     }
 }

@@ -274,7 +274,9 @@ pub trait Driver {
     /// Starts a non-blocking connection to `address` (TCP_NODELAY set). The id is valid at
     /// once: output may be queued before `Connected` arrives and is written after it. Fails
     /// at once only for local errors (no descriptors); refusals and timeouts come as
-    /// `Failed`. Counts towards the connection limit.
+    /// `Failed`. Counts towards the connection limit. The attempt may begin only at the
+    /// next [`Driver::wait`]: io_uring submits its `CONNECT` with the loop turn's other
+    /// submissions.
     fn connect(&mut self, address: SocketAddr) -> io::Result<ConnectionId>;
 
     /// [`Driver::connect`] from the local address `source` (bound before connecting): a

@@ -53,6 +53,25 @@ pub trait Splice {
 
     /// The copy kept by the finished `keep_copy` splice to `destination`, once.
     fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>>;
+
+    /// Like [`Splice::splice`] for exactly `length` bytes with no copy, but the kernel
+    /// moves them itself (a BPF sockmap with a stream parser,
+    /// [`crate::sockmap::BodySockmap`]): no system call or wake-up per chunk, and both
+    /// connections are plain again after it. Same completions and contract as
+    /// [`Splice::splice`]. Refused (`Unsupported`) by drivers that do not offer it and
+    /// when the kernel refuses the sockmap: callers then fall back to [`Splice::splice`].
+    fn splice_in_kernel(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+    ) -> io::Result<()> {
+        let _ = (source, destination, length);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this driver does not splice in the kernel",
+        ))
+    }
 }
 
 /// The splicer of a driver that cannot splice. It has no values: a driver with

@@ -22,7 +22,7 @@
 //! writing output when a socket is ready; `api.rs` the [`Driver`](crate::Driver) contract
 //! on top; `splice.rs` the [`Splice`](crate::Splice) extension with `splice(2)`/`tee(2)`;
 //! `read_ahead.rs` keeping a file's cold pages off the loop (a thread pool reads them before
-//! `sendfile` does).
+//! `sendfile` does); `sockmap_body.rs` its kernel-only transfers (`Splice::splice_in_kernel`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -46,6 +46,7 @@ use crate::sys;
 mod accept;
 mod api;
 mod read_ahead;
+mod sockmap_body;
 mod splice;
 mod stream;
 
@@ -120,6 +121,7 @@ pub struct ReadinessDriver<P: Poller> {
     waker: Waker,
     now: Instant,
     splices: splice::Splices,
+    kernel_bodies: sockmap_body::KernelBodies,
     /// Set during `flush_more`: the last `sendmsg` of the flush carries `MSG_MORE`.
     more_follows: bool,
     read_ahead: read_ahead::ReadAhead,
@@ -157,6 +159,7 @@ impl<P: Poller> ReadinessDriver<P> {
             waker,
             now,
             splices: splice::Splices::new(),
+            kernel_bodies: sockmap_body::KernelBodies::default(),
             more_follows: false,
             read_ahead,
         })
@@ -193,7 +196,12 @@ impl<P: Poller> ReadinessDriver<P> {
             return Some(Duration::ZERO);
         }
         let deadlines = [self.timers.next_deadline(), self.accepting.resumes_at()];
-        until_earliest(requested, self.now, deadlines)
+        let timeout = until_earliest(requested, self.now, deadlines);
+        if self.kernel_bodies.is_busy() {
+            let interval = sockmap_body::POLL_INTERVAL;
+            return Some(timeout.map_or(interval, |timeout| timeout.min(interval)));
+        }
+        timeout
     }
 
     /// One loop turn: waits for readiness and performs what became possible, accepts, and
@@ -225,6 +233,7 @@ impl<P: Poller> ReadinessDriver<P> {
         }
         self.events = events;
         result?;
+        self.poll_kernel_bodies();
         self.accept_pending();
         let completions = &mut self.completions;
         self.timers

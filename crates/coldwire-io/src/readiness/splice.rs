@@ -105,10 +105,20 @@ impl<P: Poller> Splice for ReadinessDriver<P> {
         self.splices
             .running(destination)
             .map_or(0, |transfer| transfer.state.sent)
+            + self.kernel_body_delivered(destination)
     }
 
     fn take_splice_copy(&mut self, destination: ConnectionId) -> Option<Vec<u8>> {
         self.splices.take_copy(destination)
+    }
+
+    fn splice_in_kernel(
+        &mut self,
+        source: ConnectionId,
+        destination: ConnectionId,
+        length: u64,
+    ) -> io::Result<()> {
+        self.start_kernel_body(source, destination, length)
     }
 }
 
@@ -126,6 +136,7 @@ impl<P: Poller> ReadinessDriver<P> {
     /// `slot` is closing: its transfers end without a completion (the server closes both
     /// sides of a failed exchange itself).
     pub(super) fn splice_closed(&mut self, slot: u32) {
+        self.kernel_body_closed(slot);
         if self.splices.is_idle() {
             return;
         }
@@ -141,15 +152,17 @@ impl<P: Poller> ReadinessDriver<P> {
     /// large figure that falls by every byte written (`UNBOUNDED_BACKLOG − sent`), so a
     /// stalled-write check still sees its progress.
     pub(super) fn splice_backlog(&self, destination: ConnectionId) -> u64 {
-        self.splices.running(destination).map_or(0, |transfer| {
-            if transfer.remaining == UNTIL_END {
-                UNBOUNDED_BACKLOG.saturating_sub(transfer.state.sent)
-            } else {
-                transfer
-                    .remaining
-                    .saturating_add((transfer.in_pipe + transfer.state.copy_pending) as u64)
-            }
-        })
+        let in_kernel = self.kernel_body_backlog(destination);
+        in_kernel
+            + self.splices.running(destination).map_or(0, |transfer| {
+                if transfer.remaining == UNTIL_END {
+                    UNBOUNDED_BACKLOG.saturating_sub(transfer.state.sent)
+                } else {
+                    transfer
+                        .remaining
+                        .saturating_add((transfer.in_pipe + transfer.state.copy_pending) as u64)
+                }
+            })
     }
 
     /// Removes a transfer, releasing its pipes; both connections' hints are their own again.

@@ -25,12 +25,19 @@
 //!   the sockets at once (measured on Linux 6.18: the program keeps the map alive and
 //!   bytes are still redirected); remove pairs first. When the process dies its sockets
 //!   close, which unlinks them from the map, so neither far end is left hanging (tested).
+//!
+//! [`BodySockmap`] (`body.rs`) is the other use: a response body of known length handed
+//! to the kernel for exactly its remaining bytes, both connections back in user space
+//! after it.
 
+mod body;
+mod body_program;
 mod program;
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+pub use self::body::{BodySockmap, BodyState, BodyTransfer, probe_bodies};
 use self::program::{
     BPF_MAP_DELETE_ELEM, BPF_MAP_LOOKUP_ELEM, BPF_MAP_TYPE_HASH, BPF_MAP_TYPE_SOCKHASH,
     BPF_MAP_UPDATE_ELEM, BPF_PROG_ATTACH, BPF_SK_SKB_STREAM_VERDICT, bpf, create_map, load_verdict,

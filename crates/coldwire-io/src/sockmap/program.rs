@@ -40,23 +40,29 @@ pub(crate) const BPF_MAP_TYPE_SOCKHASH: u32 = 18;
 const BPF_PROG_TYPE_SK_SKB: u32 = 14;
 pub(crate) const BPF_SK_SKB_STREAM_VERDICT: u32 = 5;
 
-const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
-const HELPER_GET_SOCKET_COOKIE: i32 = 46;
-const HELPER_SK_REDIRECT_HASH: i32 = 72;
-const SK_PASS: i32 = 1;
+pub(super) const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
+pub(super) const HELPER_GET_SOCKET_COOKIE: i32 = 46;
+pub(super) const HELPER_SK_REDIRECT_HASH: i32 = 72;
+pub(super) const SK_PASS: i32 = 1;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 
 /// One BPF instruction, as the kernel lays it out (`struct bpf_insn`).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Instruction {
+pub(super) struct Instruction {
     code: u8,
     registers: u8,
     offset: i16,
     immediate: i32,
 }
 
-fn instruction(code: u8, destination: u8, source: u8, offset: i16, immediate: i32) -> Instruction {
+pub(super) fn instruction(
+    code: u8,
+    destination: u8,
+    source: u8,
+    offset: i16,
+    immediate: i32,
+) -> Instruction {
     Instruction {
         code,
         registers: (source << 4) | (destination & 0x0f),
@@ -66,25 +72,25 @@ fn instruction(code: u8, destination: u8, source: u8, offset: i16, immediate: i3
 }
 
 /// `r_destination = r_source` (64-bit).
-fn move_register(destination: u8, source: u8) -> Instruction {
+pub(super) fn move_register(destination: u8, source: u8) -> Instruction {
     instruction(0xbf, destination, source, 0, 0)
 }
 
 /// `r_destination = immediate` (64-bit).
-fn move_immediate(destination: u8, immediate: i32) -> Instruction {
+pub(super) fn move_immediate(destination: u8, immediate: i32) -> Instruction {
     instruction(0xb7, destination, 0, 0, immediate)
 }
 
-fn call(helper: i32) -> Instruction {
+pub(super) fn call(helper: i32) -> Instruction {
     instruction(0x85, 0, 0, 0, helper)
 }
 
-fn exit() -> Instruction {
+pub(super) fn exit() -> Instruction {
     instruction(0x95, 0, 0, 0, 0)
 }
 
 /// `r_destination = map[fd]`: the two-slot load the verifier turns into a map pointer.
-fn load_map(destination: u8, map: RawFd) -> [Instruction; 2] {
+pub(super) fn load_map(destination: u8, map: RawFd) -> [Instruction; 2] {
     [
         instruction(0x18, destination, BPF_PSEUDO_MAP_FD, 0, map),
         instruction(0, 0, 0, 0, 0),
@@ -191,11 +197,25 @@ struct ProgramLoad {
 
 /// Loads the verdict program; on refusal the error carries the verifier's log.
 pub(crate) fn load_verdict(pairs: RawFd, sockets: RawFd) -> io::Result<OwnedFd> {
-    let instructions = verdict_instructions(pairs, sockets);
+    load_sk_skb(
+        &verdict_instructions(pairs, sockets),
+        BPF_SK_SKB_STREAM_VERDICT,
+        b"coldwire_splice",
+    )
+}
+
+/// Loads a `BPF_PROG_TYPE_SK_SKB` program for `attach_type`; on refusal the error carries
+/// the verifier's log. `name` is at most 15 bytes.
+pub(super) fn load_sk_skb(
+    instructions: &[Instruction],
+    attach_type: u32,
+    name: &[u8],
+) -> io::Result<OwnedFd> {
     let license = c"GPL";
     let mut log = vec![0u8; 64 * 1024];
-    let mut name = [0u8; 16];
-    name[..15].copy_from_slice(b"coldwire_splice");
+    let mut program_name = [0u8; 16];
+    let length = name.len().min(15);
+    program_name[..length].copy_from_slice(&name[..length]);
     let mut attributes = ProgramLoad {
         program_type: BPF_PROG_TYPE_SK_SKB,
         instruction_count: instructions.len() as u32,
@@ -204,8 +224,8 @@ pub(crate) fn load_verdict(pairs: RawFd, sockets: RawFd) -> io::Result<OwnedFd> 
         log_level: 1,
         log_size: log.len() as u32,
         log_buffer: log.as_mut_ptr() as u64,
-        program_name: name,
-        expected_attach_type: BPF_SK_SKB_STREAM_VERDICT,
+        program_name,
+        expected_attach_type: attach_type,
         ..ProgramLoad::default()
     };
     match bpf(BPF_PROG_LOAD, &mut attributes) {

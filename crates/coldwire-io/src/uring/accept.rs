@@ -1,7 +1,8 @@
 //! Accepting and opening connections on the io_uring driver: one multishot `ACCEPT` per
 //! listener (single-shot, re-armed at each completion, where the kernel lacks the
 //! multishot form), one `getpeername` per accepted connection (multishot accept returns no
-//! address), and outgoing connects completed by a one-shot `POLL_ADD` for writability.
+//! address), and the completions of outgoing connects (`IORING_OP_CONNECT`, submitted by
+//! `api.rs`).
 //!
 //! When accepting pauses and resumes is the shared [`AcceptGate`](crate::core::accept_gate)'s
 //! decision; pausing here cancels the armed accepts. Connections the kernel accepted
@@ -15,9 +16,9 @@ use std::os::fd::RawFd;
 use io_uring::{opcode, types};
 
 use super::connection::{
-    CONNECTING, Connection, Kind, MAX_SLOTS, RECV_ARMED, WRITE_WAITING, user_data,
+    CLOSING, CONNECTING, Connection, Kind, MAX_SLOTS, RECV_ARMED, WRITE_WAITING, user_data,
 };
-use super::driver::{UringDriver, set_blocking};
+use super::driver::UringDriver;
 use crate::core::accept_gate::is_descriptor_exhaustion;
 use crate::driver::{Completion, ConnectionId, ListenerId};
 use crate::sys;
@@ -164,50 +165,47 @@ impl UringDriver {
         }
     }
 
+    /// The `IORING_OP_CONNECT` completed: `result` is `connect(2)`'s outcome. A connection
+    /// the server closed meanwhile (pinned by `CONNECTING`) is finished now.
     pub(super) fn on_connect(&mut self, slot: usize, generation: u32, result: i32) {
-        let Some(connection) = self.live(slot, generation) else {
+        let Some(connection) = self.occupant(slot, generation) else {
             return;
         };
         if connection.flags & CONNECTING == 0 {
             return;
         }
         connection.flags &= !CONNECTING;
-        let fd = connection.fd;
-        let outcome = if result < 0 {
-            Some(io::Error::from_raw_os_error(-result))
-        } else {
-            sys::take_socket_error(fd).unwrap_or_else(Some)
-        };
+        connection.connect_address = None;
+        if connection.flags & CLOSING != 0 {
+            if !connection.pinned() {
+                self.finish_close(slot);
+            }
+            return;
+        }
         let id = ConnectionId {
             slot: slot as u32,
             generation,
         };
-        match outcome {
-            None => {
-                set_blocking(fd);
-                self.completions
-                    .push_back(Completion::Connected { connection: id });
-                let Some(connection) = self.connections.get_mut(slot) else {
-                    return;
-                };
-                if connection.flags & RECV_ARMED != 0 {
-                    self.arm_recv(slot);
-                }
-                let Some(connection) = self.connections.get_mut(slot) else {
-                    return;
-                };
-                if !connection.output.is_empty() {
-                    self.start_send(slot);
-                }
+        if result >= 0 {
+            let receive = connection.flags & RECV_ARMED != 0;
+            self.completions
+                .push_back(Completion::Connected { connection: id });
+            if receive {
+                self.arm_recv(slot);
             }
-            Some(error) => {
-                connection.flags &= !(RECV_ARMED | WRITE_WAITING);
-                self.drop_output(slot);
-                self.completions.push_back(Completion::Failed {
-                    connection: id,
-                    error,
-                });
+            let Some(connection) = self.connections.get_mut(slot) else {
+                return;
+            };
+            if !connection.output.is_empty() {
+                self.start_send(slot);
             }
+        } else {
+            connection.flags &= !(RECV_ARMED | WRITE_WAITING);
+            self.drop_output(slot);
+            self.completions.push_back(Completion::Failed {
+                connection: id,
+                error: io::Error::from_raw_os_error(-result),
+            });
         }
     }
 }

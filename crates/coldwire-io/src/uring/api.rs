@@ -12,9 +12,7 @@ use super::connection::{
     CLOSING, CONNECTING, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, SEND_PROMISED,
     SHUTDOWN_PENDING, WRITE_WAITING, user_data,
 };
-use super::driver::{
-    ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, is_current, set_blocking,
-};
+use super::driver::{ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, is_current};
 use super::output::bytes_acknowledged;
 use crate::core::completions::next_current;
 use crate::core::counters::LoopCounters;
@@ -318,6 +316,8 @@ impl Driver for UringDriver {
         counters.uring_submissions = ring.submissions;
         counters.uring_completions = ring.completions;
         counters.uring_enter_calls = ring.enter_calls;
+        counters.uring_sq_full_enters = ring.sq_full_enters;
+        counters.uring_cq_overflows = ring.cq_overflows;
         counters.buffers_in_use = self.buffers.in_use() as u64;
         counters
     }
@@ -336,6 +336,14 @@ impl Driver for UringDriver {
 
 /// The connect shared by [`Driver::connect`] and [`Driver::connect_from`].
 impl UringDriver {
+    /// Opens a blocking socket (io_uring parks an operation on a blocking socket until it
+    /// can proceed, where a non-blocking one may fail with `EAGAIN`) and submits an
+    /// `IORING_OP_CONNECT` for it: no `connect(2)`, no poll for writability and no
+    /// `SO_ERROR` read afterwards — the completion carries the outcome. The address lives
+    /// in the connection ([`super::connection::Connection::connect_address`]) until that
+    /// completion; a connection closed meanwhile waits for it (`CONNECTING` pins it).
+    /// Running out of descriptors fails here, at once (`EMFILE`), as the connection limit
+    /// does.
     fn connect_socket(
         &mut self,
         address: SocketAddr,
@@ -344,24 +352,24 @@ impl UringDriver {
         if self.connections.len() >= self.config.max_connections {
             return Err(ConnectionLimitReached::error(self.config.max_connections));
         }
-        self.counters.connect_calls += 1;
-        let (fd, established) = sys::connect_from(address, source)?;
-        let flags = if established { 0 } else { CONNECTING };
-        if established {
-            set_blocking(fd);
-        }
+        let fd = sys::stream_socket(address, source, false)?.into_raw_fd();
         let id = self
-            .open_connection(fd, flags)
+            .open_connection(fd, CONNECTING)
             .ok_or_else(|| io::Error::other("no free connection slot"))?;
-        if established {
-            self.completions
-                .push_back(Completion::Connected { connection: id });
-        } else {
-            let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
-                .build()
-                .user_data(user_data(Kind::Connect, id.index(), id.generation));
-            self.push_plain(entry);
-        }
+        self.counters.uring_connects += 1;
+        let Some(connection) = self.connections.get_mut(id.index()) else {
+            return Err(io::Error::other("no free connection slot"));
+        };
+        let target = connection
+            .connect_address
+            .insert(Box::new(socket2::SockAddr::from(address)));
+        let entry = opcode::Connect::new(types::Fd(fd), target.as_ptr().cast(), target.len())
+            .build()
+            .user_data(user_data(Kind::Connect, id.index(), id.generation));
+        // SAFETY: the address is boxed in the connection, which keeps it until the
+        // connect's completion: `CONNECTING` pins the slot (`Connection::pinned`), so a
+        // close before then leaves the connection in place until `on_connect`.
+        unsafe { self.push(&entry) };
         Ok(id)
     }
 }

@@ -33,7 +33,7 @@ pub enum Kind {
     Send = 3,
     /// Read of a file piece into the send buffer (linked to its send).
     Read = 4,
-    /// One-shot poll for an outgoing connection's completion.
+    /// `IORING_OP_CONNECT` of an outgoing connection.
     Connect = 5,
     /// Multishot poll on the waker's eventfd.
     Waker = 6,
@@ -87,7 +87,8 @@ pub const SEND_IN_FLIGHT: u16 = 4;
 pub const READ_IN_FLIGHT: u16 = 8;
 /// The server was told `Flush::Pending` and awaits `Sent`.
 pub const WRITE_WAITING: u16 = 16;
-/// A non-blocking connect is in progress.
+/// An `IORING_OP_CONNECT` is in flight (its address is in
+/// [`Connection::connect_address`]): the connection is pinned until its completion.
 pub const CONNECTING: u16 = 32;
 /// The server closed the connection; the slot waits for in-flight sends (a zombie).
 pub const CLOSING: u16 = 64;
@@ -186,6 +187,10 @@ pub struct Connection {
     /// Bytes handed to this connection for output so far (queued or spliced to it): with
     /// the peer's acknowledged count, what has not reached the peer yet.
     pub handed: u64,
+    /// The address an `IORING_OP_CONNECT` in flight points to (the kernel copies it when
+    /// it takes the submission; kept until the completion all the same, which also covers
+    /// a submission-polling kernel thread that takes it late).
+    pub connect_address: Option<Box<socket2::SockAddr>>,
 }
 
 impl Occupant for Connection {
@@ -216,6 +221,7 @@ impl Connection {
             stash: None,
             pending_end: None,
             handed: 0,
+            connect_address: None,
         }
     }
 
@@ -225,10 +231,11 @@ impl Connection {
     }
 
     /// Whether an operation in flight still needs this connection's slot or descriptor:
-    /// memory (a send, a file read) or the descriptor number (a shutdown, a splice). Closing waits
-    /// for such operations' completions.
+    /// memory (a send, a file read, a connect's address) or the descriptor number (a
+    /// shutdown, a splice). Closing waits for such operations' completions.
     pub fn pinned(&self) -> bool {
-        self.memory_in_flight() || self.flags & (SHUTDOWN_IN_FLIGHT | SPLICE_FROM | SPLICE_TO) != 0
+        self.memory_in_flight()
+            || self.flags & (CONNECTING | SHUTDOWN_IN_FLIGHT | SPLICE_FROM | SPLICE_TO) != 0
     }
 
     /// Bytes queued and not yet written.

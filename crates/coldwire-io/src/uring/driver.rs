@@ -144,18 +144,6 @@ pub(super) fn is_current(connections: &SlotTable<Connection>, id: ConnectionId) 
     })
 }
 
-/// Clears `O_NONBLOCK`: io_uring parks an operation on a blocking socket until it can
-/// proceed, while on a non-blocking one it may fail with `EAGAIN`.
-pub(super) fn set_blocking(fd: RawFd) {
-    // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
-}
-
 impl UringDriver {
     /// The name used on the command line and in reports.
     pub const NAME: &'static str = "uring";

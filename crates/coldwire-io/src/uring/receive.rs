@@ -99,7 +99,9 @@ impl UringDriver {
             } else if result == 0 {
                 let end = Ok(());
                 Self::deliver_end(&mut self.completions, connection, id, end);
-            } else if result < 0 && !matches!(-result, libc::ENOBUFS | libc::ECANCELED) {
+            } else if result == -libc::ENOBUFS {
+                self.counters.uring_recv_no_buffers += 1;
+            } else if result < 0 && result != -libc::ECANCELED {
                 let end = Err(io::Error::from_raw_os_error(-result));
                 Self::deliver_end(&mut self.completions, connection, id, end);
             }

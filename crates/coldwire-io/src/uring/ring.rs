@@ -3,7 +3,7 @@
 //! completions in the same `io_uring_enter`), with the counters the experiments read:
 //! submissions, completions, `io_uring_enter` calls.
 //!
-//! Set-up: `SINGLE_ISSUER | DEFER_TASKRUN` (completion work runs only when this thread
+//! Set-up: `SINGLE_ISSUER | DEFER_TASKRUN | SUBMIT_ALL` (completion work runs only when this thread
 //! enters the kernel to wait: no inter-processor interrupts, no task-work storms), created
 //! `R_DISABLED` because the server builds its drivers on the main thread and runs each on its
 //! worker thread: the ring is enabled — and its descriptor registered, which is per thread —
@@ -80,6 +80,12 @@ pub struct RingCounters {
     pub enter_calls: u64,
     /// Of those, the ones made to wait for completions (one per loop turn at most).
     pub wait_calls: u64,
+    /// Of those, the ones made because the submission queue was full mid-turn.
+    pub sq_full_enters: u64,
+    /// Completions the kernel could not post for want of room in the completion queue
+    /// (its overflow counter: they wait on the kernel's overflow list until an enter
+    /// flushes them).
+    pub cq_overflows: u64,
 }
 
 /// An io_uring instance driven by one thread.
@@ -96,20 +102,32 @@ pub struct Ring {
 impl Ring {
     /// Creates a ring (disabled until its first enter; see the module doc).
     pub fn new(options: RingOptions) -> io::Result<Ring> {
-        let mut builder = IoUring::builder();
-        builder
-            .setup_cqsize(options.completion_entries.max(options.entries))
-            .setup_r_disabled()
-            .setup_single_issuer();
-        match options.sqpoll_idle_millis {
-            Some(idle) => {
-                builder.setup_sqpoll(idle);
+        let build = |submit_all: bool| {
+            let mut builder = IoUring::builder();
+            builder
+                .setup_cqsize(options.completion_entries.max(options.entries))
+                .setup_r_disabled()
+                .setup_single_issuer();
+            if submit_all {
+                builder.setup_submit_all();
             }
-            None => {
-                builder.setup_defer_taskrun();
+            match options.sqpoll_idle_millis {
+                Some(idle) => {
+                    builder.setup_sqpoll(idle);
+                }
+                None => {
+                    builder.setup_defer_taskrun();
+                }
             }
-        }
-        let ring = builder.build(options.entries)?;
+            builder.build(options.entries)
+        };
+        // `SUBMIT_ALL` (Linux 5.18): an entry that fails while being submitted (a connect
+        // to a bad address) completes with its error and the entries behind it are
+        // submitted all the same, instead of waiting for the next enter.
+        let ring = match build(true) {
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => build(false)?,
+            other => other?,
+        };
         Ok(Ring {
             enter_target: (ring.as_raw_fd(), 0),
             ring,
@@ -175,6 +193,7 @@ impl Ring {
                 self.counters.submissions += 1;
                 return Ok(());
             }
+            self.counters.sq_full_enters += 1;
             self.enter(0, None, false)?;
         }
         Err(io::Error::other("io_uring submission queue stays full"))
@@ -282,7 +301,9 @@ impl Ring {
     /// Moves every ready completion, in order, to the end of `into`.
     pub fn drain_into(&mut self, into: &mut Vec<cqueue::Entry>) {
         let before = into.len();
-        into.extend(self.ring.completion());
+        let mut completion = self.ring.completion();
+        self.counters.cq_overflows = u64::from(completion.overflow());
+        into.extend(&mut completion);
         self.counters.completions += (into.len() - before) as u64;
     }
 }

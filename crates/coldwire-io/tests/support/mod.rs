@@ -32,6 +32,32 @@ pub fn run_until<D: Driver>(driver: &mut D, mut until: impl FnMut(&mut D, Comple
     }
 }
 
+/// Accepts on the test's own `listener` while running `driver`'s loop (its completions
+/// stay queued for the test): io_uring submits a connect with the loop turn's other
+/// submissions, so the connection may not exist before the driver waits. Panics after 20 s.
+pub fn accept_while_running<D: Driver>(
+    driver: &mut D,
+    listener: &std::net::TcpListener,
+) -> (std::net::TcpStream, SocketAddr) {
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                stream.set_nonblocking(false).unwrap();
+                return (stream, peer);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(error) => panic!("accept: {error}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for a connection"
+        );
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+    }
+}
+
 /// The next connection `driver` accepts.
 pub fn accept_one<D: Driver>(driver: &mut D) -> ConnectionId {
     let mut accepted = None;

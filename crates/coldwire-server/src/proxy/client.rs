@@ -112,6 +112,9 @@ impl<D: Driver> Worker<D> {
 
     /// The client closed its side (`error: None`) or the connection failed.
     pub(super) fn on_client_closed(&mut self, client: Box<Client>, error: Option<io::Error>) {
+        if let Some(error) = &error {
+            self.note_send_error(error);
+        }
         match client.state {
             // Half-close: the FIN is passed on, the other direction goes on.
             ClientState::Tunnel(_) if error.is_none() => self.on_tunnel_client_closed(client),
@@ -158,7 +161,23 @@ impl<D: Driver> Worker<D> {
                 self.wait_for_client(client);
                 Step::Keep
             }
-            Flush::Failed(_) => Step::Close,
+            Flush::Failed(error) => {
+                self.note_send_error(&error);
+                Step::Close
+            }
+        }
+    }
+
+    /// A send to a client failed with `error`. `EIO` is not the network's: a body sent
+    /// from the disk store (`sendfile`, `splice`) could not be read, and the store checks
+    /// which of its files it can still read (docs/disk-store.md, Errors). On `--io uring`
+    /// a file piece is a read linked to a send: when the read fails, the send completes
+    /// with `ECANCELED` (the read's own error is not the one reported), so that counts too.
+    pub(super) fn note_send_error(&self, error: &io::Error) {
+        if let Some(store) = &self.store
+            && matches!(error.raw_os_error(), Some(libc::EIO | libc::ECANCELED))
+        {
+            store.storage_read_failed();
         }
     }
 

@@ -208,7 +208,7 @@ impl<D: Driver> Worker<D> {
 
     /// Writes the error-log line of `problem` (before the access-log line takes the
     /// request line).
-    fn log_problem(&self, client: &Client, problem: &Problem) {
+    pub(super) fn log_problem(&self, client: &Client, problem: &Problem) {
         let level = problem.kind.level();
         if !self.error_log.enabled(level) {
             return;

@@ -2,9 +2,11 @@
 //! because this worker is at its connection limit (`--max-connections` ÷ workers) or the
 //! process is out of descriptors (`EMFILE`/`ENFILE`) is the proxy's own overload, not the
 //! origin's failure. The client gets a `503` with `Proxy-Status: <name>;
-//! error=connection_limit_reached` (RFC 9209 §2.3.12), `Retry-After` and a one-line body
-//! — never a reset or a 502 — and its connection stays open when the request allows; the
-//! connections the worker has go on being served. It is counted
+//! error=connection_limit_reached` (RFC 9209 §2.3.12), `Retry-After` and a short body —
+//! never a reset or a 502 — written as every other problem answer
+//! ([`super::problem::ProblemKind::ConnectionLimitReached`]), and its connection stays open
+//! when the request allows (a CONNECT tunnel that cannot be opened closes, as for any
+//! failed tunnel); the connections the worker has go on being served. It is counted
 //! (`http.connection_limit_reached` in `/stats`) and said on stderr, at most one line per
 //! [`NOTICE_INTERVAL`] with the count since the last, as are pauses of accepting (the
 //! driver's `accept_pauses`: descriptors ran out, or the limit was reached, and new clients
@@ -13,19 +15,16 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use coldwire_http::{HTTP_DATE_LEN, Status, Version, connection_header};
+use coldwire_http::Status;
 use coldwire_io::Driver;
 
+use super::problem::{ProblemAnswer, connect_problem, write_problem};
 use super::state::{Client, ClientState};
 use super::worker::Worker;
 use crate::output::Output;
 
 /// The shortest time between two lines about the same kind of shortage.
 pub const NOTICE_INTERVAL: Duration = Duration::from_secs(10);
-
-/// The body of the `503`.
-const BODY: &str = "503 Service Unavailable: the proxy has no connection to spare for this request \
-                    (open-files limit or --max-connections reached); try again shortly\n";
 
 /// Events of one kind, said at most once per [`NOTICE_INTERVAL`].
 #[derive(Debug, Default)]
@@ -61,41 +60,11 @@ pub struct LimitNotices {
     pauses: Notice,
 }
 
-/// Writes the `503` for a request that found no connection to spare: `name` is the
-/// proxy's (`Via`, `Cache-Status`). Returns the body bytes written (none for `HEAD`).
-pub fn write_connection_limit_response(
-    out: &mut Vec<u8>,
-    name: &str,
-    version: Version,
-    keep_alive: bool,
-    head_only: bool,
-    date: &[u8; HTTP_DATE_LEN],
-) -> u64 {
-    let status = Status::SERVICE_UNAVAILABLE;
-    out.extend_from_slice(b"HTTP/1.1 503 ");
-    out.extend_from_slice(status.reason().as_bytes());
-    out.extend_from_slice(b"\r\nDate: ");
-    out.extend_from_slice(date);
-    out.extend_from_slice(b"\r\nProxy-Status: ");
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b"; error=connection_limit_reached\r\nRetry-After: 1\r\n");
-    out.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
-    out.extend_from_slice(itoa::Buffer::new().format(BODY.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(connection_header(version, keep_alive));
-    out.extend_from_slice(b"\r\n");
-    if head_only {
-        return 0;
-    }
-    out.extend_from_slice(BODY.as_bytes());
-    BODY.len() as u64
-}
-
 impl<D: Driver> Worker<D> {
-    /// No upstream connection could be opened for the client's exchange (`error` is
-    /// [`coldwire_io::is_out_of_connections`]): stored content where `stale-if-error`
-    /// allows, else the `503`; counted and said.
-    pub(super) fn out_of_connections(&mut self, client: &mut Client, error: &io::Error) {
+    /// Counts and says (at most once per [`NOTICE_INTERVAL`]) a request that found no
+    /// connection to spare (`error` is [`coldwire_io::is_out_of_connections`]): an
+    /// exchange's or a CONNECT tunnel's.
+    pub(super) fn note_out_of_connections(&mut self, error: &io::Error) {
         self.http.connection_limit_reached += 1;
         if let Some(count) = self.limits.refusals.note(1, self.driver.now()) {
             crate::console::err(format_args!(
@@ -105,6 +74,13 @@ impl<D: Driver> Worker<D> {
                 self.index
             ));
         }
+    }
+
+    /// No upstream connection could be opened for the client's exchange (`error` is
+    /// [`coldwire_io::is_out_of_connections`]): stored content where `stale-if-error`
+    /// allows, else the `503`; counted and said.
+    pub(super) fn out_of_connections(&mut self, client: &mut Client, error: &io::Error) {
+        self.note_out_of_connections(error);
         if self.answer_stale_on_error(client, Status::SERVICE_UNAVAILABLE) {
             return;
         }
@@ -114,21 +90,28 @@ impl<D: Driver> Worker<D> {
         if let Some(origin) = exchange.upstream.origin.and_then(|id| self.take_origin(id)) {
             self.driver.close(origin.id);
         }
+        let mut problem = connect_problem(error);
+        if let Some(address) = exchange.upstream.address {
+            problem = problem.next_hop(address.to_string());
+        }
         let keep_alive = exchange.request.keep_alive && !exchange.request.body_pending();
         let date = *self.date.bytes();
-        let mut output = Output::new(client.session.id);
-        let body_bytes = write_connection_limit_response(
-            output.bytes(&mut self.driver),
-            &self.config.name,
-            exchange.request.version,
+        let answer = ProblemAnswer {
+            version: exchange.request.version,
             keep_alive,
-            exchange.request.head_only,
-            &date,
-        );
+            head_only: exchange.request.head_only,
+            name: &self.config.name,
+            cache_status: None,
+            date: &date,
+        };
+        let mut output = Output::new(client.session.id);
+        let body_bytes = write_problem(output.bytes(&mut self.driver), &problem, &answer);
         output.finish(&mut self.driver);
-        self.http.count_response(Status::SERVICE_UNAVAILABLE.code());
+        let code = problem.status.code();
+        self.http.count_response(code);
         self.http.body_bytes += body_bytes;
-        self.log_answer(client, Status::SERVICE_UNAVAILABLE.code(), body_bytes, None);
+        self.log_problem(client, &problem);
+        self.log_entry(client, code, body_bytes, ("-", None), problem.kind.token());
         if !keep_alive {
             client.state = ClientState::Closing { linger: true };
         }
@@ -175,41 +158,5 @@ mod tests {
             "what piled up, one interval later"
         );
         assert_eq!(notice.note(0, start + 3 * NOTICE_INTERVAL), None);
-    }
-
-    #[test]
-    fn the_503_names_the_limit_in_proxy_status_and_keeps_the_connection_if_asked() {
-        let date = [b'x'; HTTP_DATE_LEN];
-        let mut out = Vec::new();
-        let body = write_connection_limit_response(
-            &mut out,
-            "coldwire",
-            Version::Http11,
-            true,
-            false,
-            &date,
-        );
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("\r\nProxy-Status: coldwire; error=connection_limit_reached\r\n"),
-            "{text}"
-        );
-        assert!(!text.contains("Connection: close"), "{text}");
-        let (head, rest) = text.split_once("\r\n\r\n").unwrap();
-        assert_eq!(rest.len() as u64, body);
-        assert!(head.contains(&format!("Content-Length: {body}")), "{head}");
-        assert!(rest.contains("--max-connections"), "{rest}");
-
-        let mut out = Vec::new();
-        let body =
-            write_connection_limit_response(&mut out, "edge", Version::Http10, false, true, &date);
-        let text = String::from_utf8(out).unwrap();
-        assert_eq!(body, 0, "HEAD: no body");
-        assert!(text.ends_with("Connection: close\r\n\r\n"), "{text}");
-        assert!(text.contains("Proxy-Status: edge; error="), "{text}");
     }
 }

@@ -8,7 +8,7 @@
 //!   side), `client.rs` and `origin.rs` (one handler per event, a `match` on the state);
 //! - **a request's life** — `request.rs` lists the phases in order, one file each:
 //!   `route.rs`, `lookup.rs`, `upstream.rs`, `send.rs`, `response_head.rs`, `body.rs` /
-//!   `splice.rs`, `finish.rs`; the per-request context is `exchange.rs`; failures are an
+//!   `splice.rs` / `sockmap_body.rs`, `finish.rs`; the per-request context is `exchange.rs`; failures are an
 //!   `ExchangeError` (`error.rs`) handled by `failure.rs`;
 //! - **what the phases use** — the cache: `hit.rs` (answers from the store),
 //!   `cache_range.rs` (ranges, partial content), `stale.rs` and `revalidator.rs` (RFC
@@ -49,6 +49,7 @@ mod revalidator;
 mod route;
 mod send;
 pub mod server;
+mod sockmap_body;
 mod splice;
 mod stale;
 mod state;

@@ -51,6 +51,10 @@ pub enum ProblemKind {
     ProxyInternalResponse,
     /// The proxy could not act on the request itself (a socket could not be opened).
     ProxyInternalError,
+    /// The proxy is out of connections: its worker is at `--max-connections` or the
+    /// process is out of descriptors (`EMFILE`/`ENFILE`) or socket memory. Its own
+    /// overload, answered `503` with `Retry-After`, not the origin's failure (`502`).
+    ConnectionLimitReached,
 }
 
 impl ProblemKind {
@@ -72,6 +76,7 @@ impl ProblemKind {
             ProblemKind::ProxyLoopDetected => "proxy_loop_detected",
             ProblemKind::ProxyInternalResponse => "proxy_internal_response",
             ProblemKind::ProxyInternalError => "proxy_internal_error",
+            ProblemKind::ConnectionLimitReached => "connection_limit_reached",
         }
     }
 
@@ -82,7 +87,8 @@ impl ProblemKind {
             ProblemKind::HttpRequestError | ProblemKind::ProxyInternalResponse => Level::Info,
             ProblemKind::HttpRequestDenied
             | ProblemKind::DestinationIpProhibited
-            | ProblemKind::ProxyLoopDetected => Level::Warn,
+            | ProblemKind::ProxyLoopDetected
+            | ProblemKind::ConnectionLimitReached => Level::Warn,
             _ => Level::Error,
         }
     }
@@ -94,7 +100,8 @@ impl ProblemKind {
             ProblemKind::ConnectionRefused
             | ProblemKind::DestinationUnavailable
             | ProblemKind::ConnectionTimeout
-            | ProblemKind::ProxyInternalError => "connect",
+            | ProblemKind::ProxyInternalError
+            | ProblemKind::ConnectionLimitReached => "connect",
             ProblemKind::ConnectionTerminated
             | ProblemKind::HttpResponseTimeout
             | ProblemKind::HttpResponseIncomplete
@@ -142,6 +149,9 @@ impl ProblemKind {
             ProblemKind::ProxyInternalError => {
                 "The proxy could not open a connection to the origin."
             }
+            ProblemKind::ConnectionLimitReached => {
+                "The proxy has no connection to spare for this request (open-files limit or --max-connections reached)."
+            }
         }
     }
 
@@ -185,6 +195,9 @@ impl ProblemKind {
             ProblemKind::ProxyInternalError => {
                 "Check the proxy's error log and its open-file limit (--max-connections, ulimit -n)."
             }
+            ProblemKind::ConnectionLimitReached => {
+                "Try again shortly. If it persists, size the proxy for its load: the open-files limit (ulimit -n), --max-connections, --workers and the upstream pool (docs/proxy.md, \"Connection limits\")."
+            }
         }
     }
 
@@ -194,6 +207,7 @@ impl ProblemKind {
             ProblemKind::ConnectionTimeout
             | ProblemKind::HttpResponseTimeout
             | ProblemKind::ProxyInternalResponse => Status::GATEWAY_TIMEOUT,
+            ProblemKind::ConnectionLimitReached => Status::SERVICE_UNAVAILABLE,
             ProblemKind::HttpRequestError => Status::BAD_REQUEST,
             ProblemKind::HttpRequestDenied
             | ProblemKind::DestinationIpProhibited
@@ -351,6 +365,10 @@ pub fn write_problem(out: &mut Vec<u8>, problem: &Problem, answer: &ProblemAnswe
     out.extend_from_slice(b"\r\nProxy-Status: ");
     out.extend_from_slice(problem.proxy_status(answer.name).as_bytes());
     out.extend_from_slice(b"\r\n");
+    if problem.kind == ProblemKind::ConnectionLimitReached {
+        // Connections free up as requests finish: worth a retry soon.
+        out.extend_from_slice(b"Retry-After: 1\r\n");
+    }
     out.extend_from_slice(connection_header(answer.version, answer.keep_alive));
     out.extend_from_slice(b"\r\n");
     if answer.head_only {
@@ -366,19 +384,19 @@ pub fn connect_problem(error: &std::io::Error) -> Problem {
     Problem::new(kind.status(), kind).details(error.to_string())
 }
 
-/// The kind of a connect that failed at once, in the proxy (no descriptor, no memory:
-/// `proxy_internal_error`) or on the way (as [`connect_error_kind`]).
+/// The kind of a connect that failed at once, in the proxy (out of connections:
+/// `connection_limit_reached`) or on the way (as [`connect_error_kind`]).
 pub fn local_connect_error_kind(error: &std::io::Error) -> ProblemKind {
-    match error.raw_os_error() {
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
-            ProblemKind::ProxyInternalError
-        }
-        _ => connect_error_kind(error),
-    }
+    connect_error_kind(error)
 }
 
-/// The kind of a failed connect or receive from its error (`ECONNREFUSED` → refused...).
+/// The kind of a failed connect or receive from its error (`ECONNREFUSED` → refused...;
+/// the proxy's own shortage, [`coldwire_io::is_out_of_connections`], →
+/// `connection_limit_reached`).
 pub fn connect_error_kind(error: &std::io::Error) -> ProblemKind {
+    if coldwire_io::is_out_of_connections(error) {
+        return ProblemKind::ConnectionLimitReached;
+    }
     match error.raw_os_error() {
         Some(libc::ECONNREFUSED) => ProblemKind::ConnectionRefused,
         Some(libc::ETIMEDOUT) => ProblemKind::ConnectionTimeout,
@@ -466,6 +484,42 @@ mod tests {
         assert_eq!(
             connect_error_kind(&reset),
             ProblemKind::ConnectionTerminated
+        );
+        for out_of_connections in [
+            std::io::Error::from_raw_os_error(libc::EMFILE),
+            std::io::Error::from_raw_os_error(libc::ENFILE),
+            coldwire_io::ConnectionLimitReached::error(3),
+        ] {
+            assert_eq!(
+                connect_error_kind(&out_of_connections),
+                ProblemKind::ConnectionLimitReached,
+                "{out_of_connections}"
+            );
+            let problem = connect_problem(&out_of_connections);
+            assert_eq!(problem.status, Status::SERVICE_UNAVAILABLE);
+        }
+    }
+
+    #[test]
+    fn out_of_connections_is_a_503_with_retry_after_and_says_how_to_size_the_proxy() {
+        let problem = connect_problem(&std::io::Error::from_raw_os_error(libc::EMFILE))
+            .next_hop("127.0.0.1:443");
+        let text = written(&problem, None);
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\r\nProxy-Status: coldwire; error=connection_limit_reached; "),
+            "{text}"
+        );
+        assert!(text.contains("\r\nRetry-After: 1\r\n"), "{text}");
+        assert!(text.contains("--max-connections"), "{text}");
+        assert!(!text.contains("Connection: close"), "{text}");
+        assert_eq!(
+            ProblemKind::ConnectionLimitReached.level(),
+            Level::Warn,
+            "the proxy's overload, not a fault"
         );
     }
 }

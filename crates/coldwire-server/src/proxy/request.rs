@@ -105,7 +105,10 @@ impl<D: Driver> Worker<D> {
             // Whatever hits preceded the forwarded request go out now; the exchange's
             // response follows them in order.
             return match self.driver.flush(client.session.id) {
-                Flush::Failed(_) => Step::Close,
+                Flush::Failed(error) => {
+                    self.note_send_error(&error);
+                    Step::Close
+                }
                 _ => Step::Keep,
             };
         }

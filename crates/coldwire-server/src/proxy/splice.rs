@@ -18,7 +18,6 @@ use bytes::Bytes;
 use coldwire_http::ResponseFraming;
 use coldwire_io::{Chunk, ConnectionId, Driver, Splice};
 
-use super::config::DataPath;
 use super::exchange::SplicePlan;
 use super::state::Client;
 use super::worker::{Step, Worker};
@@ -43,7 +42,7 @@ pub(super) enum TunnelSplice {
 impl<D: Driver> Worker<D> {
     /// Whether the splice data path is configured and the driver can splice.
     fn splicing(&mut self) -> bool {
-        self.config.data_path == DataPath::Splice && self.driver.splicer().is_ok()
+        self.config.data_path.splices() && self.driver.splicer().is_ok()
     }
 
     /// Whether this exchange's body may take the splice path at all.
@@ -58,7 +57,7 @@ impl<D: Driver> Worker<D> {
     /// Arms the receive of an origin's response head: on the splice path it takes at most
     /// [`HEAD_READ_BYTES`], so that a long body stays in the kernel for the splice.
     pub(super) fn arm_response_head_read(&mut self, origin: ConnectionId) {
-        if self.config.data_path == DataPath::Splice
+        if self.config.data_path.splices()
             && let Ok(splicer) = self.driver.splicer()
         {
             splicer.recv_at_most(origin, HEAD_READ_BYTES);
@@ -117,10 +116,10 @@ impl<D: Driver> Worker<D> {
     /// tee'd copy when it is being stored; falls back to copying if the driver refuses.
     pub(super) fn start_body_splice(&mut self, client: &mut Client) -> Step {
         let client_id = client.session.id;
-        let Some(exchange) = client.state.exchange_mut() else {
+        let Some(exchange) = client.state.exchange() else {
             return Step::Keep;
         };
-        let (Some(origin), Some(progress)) = (exchange.upstream.origin, exchange.response.as_mut())
+        let (Some(origin), Some(progress)) = (exchange.upstream.origin, exchange.response.as_ref())
         else {
             return Step::Keep;
         };
@@ -131,10 +130,15 @@ impl<D: Driver> Worker<D> {
             ResponseFraming::Empty => 0,
         };
         let keep_copy = progress.fill.is_some();
-        let started = self
-            .driver
-            .splicer()
-            .and_then(|splicer| splicer.splice(origin, client_id, length, keep_copy));
+        let framing = progress.framing;
+        let started = self.splice_body_part(origin, client_id, framing, length, keep_copy);
+        let Some(progress) = client
+            .state
+            .exchange_mut()
+            .and_then(|exchange| exchange.response.as_mut())
+        else {
+            return Step::Keep;
+        };
         match started {
             Ok(()) => {
                 progress.splice = SplicePlan::Running;
@@ -229,7 +233,7 @@ impl<D: Driver> Worker<D> {
         client: ConnectionId,
         origin: ConnectionId,
     ) -> TunnelSplice {
-        if self.config.data_path != DataPath::Splice {
+        if !self.config.data_path.splices() {
             return TunnelSplice::Copied;
         }
         let Ok(splicer) = self.driver.splicer() else {

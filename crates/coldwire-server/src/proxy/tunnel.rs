@@ -6,13 +6,14 @@
 //! (half-close), so protocols that finish one direction first work.
 //!
 //! Invariants: the client's bytes that came with its CONNECT head go first; a tunnel whose
-//! upstream cannot be resolved or connected answers 502 and closes; the tunnel's origin
+//! upstream cannot be resolved or connected answers 502 and closes (503
+//! `connection_limit_reached` when the proxy itself is out of connections or descriptors); the tunnel's origin
 //! connection is closed with its client.
 
 use std::net::{IpAddr, SocketAddr};
 
 use coldwire_http::{Status, Version};
-use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush};
+use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush, is_out_of_connections};
 
 use super::problem::{Problem, ProblemKind, connect_problem};
 use super::resolver::Resolution;
@@ -78,6 +79,11 @@ impl<D: Driver> Worker<D> {
                 Step::Keep
             }
             Err(error) => {
+                // Out of connections: a 503 (`connection_limit_reached`), counted and said
+                // as an exchange's; anything else a 502.
+                if is_out_of_connections(&error) {
+                    self.note_out_of_connections(&error);
+                }
                 let problem = connect_problem(&error).next_hop(address.to_string());
                 self.tunnel_failed(client, &problem)
             }
@@ -92,7 +98,7 @@ impl<D: Driver> Worker<D> {
         output.finish(&mut self.driver);
     }
 
-    /// The tunnel could not be opened: the problem's answer (502, 504), then close.
+    /// The tunnel could not be opened: the problem's answer (502, 503, 504), then close.
     pub(super) fn tunnel_failed(&mut self, client: &mut Client, problem: &Problem) -> Step {
         if let Some(origin) = client.state.origin().and_then(|id| self.take_origin(id)) {
             self.driver.close(origin.id);

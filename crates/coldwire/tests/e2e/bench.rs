@@ -297,8 +297,14 @@ fn requests_go_through_a_proxy_in_absolute_form() {
     let run = &json["runs"][0];
     assert_eq!(run["parameters"]["proxy"], proxy_address.as_str());
     let phase = &run["phases"][0];
-    assert_eq!(phase["succeeded_requests"], 50, "{}", phase["errors"]);
-    assert_eq!(phase["status_classes"][1], 50);
+    // Every slot of the half second is offered; one the generator reached too late on a
+    // busy machine is counted missed, never sent: every request sent must succeed.
+    assert_eq!(phase["offered_requests"], 50);
+    let sent = phase["sent_requests"].as_u64().unwrap();
+    let missed = phase["missed_slots"].as_u64().unwrap();
+    assert!(sent >= 1 && sent + missed == 50, "{phase}");
+    assert_eq!(phase["succeeded_requests"], sent, "{}", phase["errors"]);
+    assert_eq!(phase["status_classes"][1], sent);
     proxy.stop_within(Duration::from_secs(10));
     origin.server.stop_within(Duration::from_secs(10));
 }

@@ -128,7 +128,9 @@ fn method_headers_and_body_reach_the_server(backend: &str) {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
     let requests = recorded.requests.lock().unwrap();
-    assert!(requests.len() >= 15, "{} requests", requests.len());
+    // How many arrive in one second depends on how busy the machine is (the rate itself
+    // is tested elsewhere); what this test checks is what each request carries.
+    assert!(!requests.is_empty(), "no request reached the server");
     for request in requests.iter() {
         assert_eq!(
             (request.method.as_str(), request.path.as_str()),

@@ -192,6 +192,75 @@ fn proxy_metrics_count_cache_hits_and_misses() {
     }
 }
 
+/// With `--cache-dir`, the disk store's series: hits by tier, bytes read and written,
+/// the queue, errors by kind, segments, and the same numbers in the stats JSON.
+#[test]
+fn proxy_metrics_count_the_disk_store() {
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().expect("a directory");
+    let dir_arg = dir.path().to_str().expect("a UTF-8 path");
+    // 4 KiB over --max-object-bytes: kept on disk only, so its hit is a disk hit.
+    let proxy = Proxy::start(
+        "epoll",
+        &[
+            "--admin",
+            "127.0.0.1:0",
+            "--cache-dir",
+            dir_arg,
+            "--max-object-bytes",
+            "1024",
+        ],
+    );
+    let big = origin.url("/big?n=4096");
+    via_proxy(&proxy, &[], &origin.url("/cacheable"));
+    via_proxy(&proxy, &[], &big);
+    // Both written (the disk-only one is indexed only then).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while proxy.stats()["cache"]["disk"]["objects_written"] != 2 {
+        assert!(Instant::now() < deadline, "the disk store never wrote both");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    via_proxy(&proxy, &[], &origin.url("/cacheable"));
+    let (status, head, body) = via_proxy(&proxy, &[], &big);
+    assert_eq!((status, body.len()), (200, 4096));
+    assert!(head.to_ascii_lowercase().contains("hit"), "{head}");
+    let metrics_url = proxy
+        .stats_url
+        .clone()
+        .expect("a stats line")
+        .replace("/stats", "/metrics");
+    let metrics = scrape(&metrics_url);
+    let value = |name: &str, labels: &[(&str, &str)]| total(&metrics, name, labels);
+    assert_eq!(
+        value("coldwire_cache_hits_total", &[("tier", "memory")]),
+        1.0
+    );
+    assert_eq!(value("coldwire_cache_hits_total", &[("tier", "disk")]), 1.0);
+    assert_eq!(
+        value("coldwire_cache_disk_read_bytes_total", &[("by", "hits")]),
+        4096.0
+    );
+    assert_eq!(value("coldwire_cache_disk_objects_written_total", &[]), 2.0);
+    assert!(value("coldwire_cache_disk_written_bytes_total", &[]) > 4096.0);
+    assert_eq!(value("coldwire_cache_disk_queue_depth", &[]), 0.0);
+    assert_eq!(value("coldwire_cache_disk_dropped_total", &[]), 0.0);
+    assert_eq!(value("coldwire_cache_disk_segments", &[]), 1.0);
+    assert_eq!(value("coldwire_cache_disk_recovered_objects", &[]), 0.0);
+    for kind in ["no_space", "io", "other"] {
+        assert_eq!(
+            value("coldwire_cache_disk_io_errors_total", &[("kind", kind)]),
+            0.0,
+            "{kind}"
+        );
+    }
+    let stats = proxy.stats();
+    let cache = &stats["cache"];
+    assert_eq!(cache["hits_on_disk"], 1, "{stats}");
+    assert_eq!(cache["hits_in_memory"], 1, "{stats}");
+    assert_eq!(cache["hit_bytes_on_disk"], 4096, "{stats}");
+    assert_eq!(cache["disk"]["io_errors_by_kind"]["io"], 0, "{stats}");
+}
+
 fn run(args: &[&str]) -> (bool, String, String) {
     let output = Command::new(coldwire_binary())
         .args(args)

@@ -48,7 +48,7 @@ fn serve(stream: TcpStream, seen: &Seen) {
 mod cold_pages;
 
 /// The bytes the origin answers for `path`.
-fn object_bytes(path: &str) -> Vec<u8> {
+pub(crate) fn object_bytes(path: &str) -> Vec<u8> {
     let (seed, length) = path
         .strip_prefix("/o/")
         .and_then(|rest| rest.split_once("?n="))
@@ -63,28 +63,29 @@ coldwire_testkit::backend_tests! {
     disk_cache_keeps_objects_across_a_restart,
     concurrent_readers_of_an_object_being_written_get_its_bytes,
     sigkill_while_filling_never_serves_a_wrong_object,
+    a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving,
 }
 
-struct DiskOrigin {
-    address: SocketAddr,
+pub(crate) struct DiskOrigin {
+    pub(crate) address: SocketAddr,
     seen: std::sync::Arc<Seen>,
 }
 
 impl DiskOrigin {
-    fn start() -> DiskOrigin {
+    pub(crate) fn start() -> DiskOrigin {
         let (address, seen) = spawn_server(serve);
         DiskOrigin { address, seen }
     }
 
-    fn path(seed: u64, length: usize) -> String {
+    pub(crate) fn path(seed: u64, length: usize) -> String {
         format!("/o/{seed}?n={length}")
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
-    fn requests(&self, path: &str) -> usize {
+    pub(crate) fn requests(&self, path: &str) -> usize {
         self.seen
             .requests
             .lock()
@@ -96,7 +97,7 @@ impl DiskOrigin {
 }
 
 /// `GET url` through the proxy on a connection of its own: status, `Cache-Status`, body.
-fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)> {
+pub(crate) fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)> {
     let mut stream = TcpStream::connect_timeout(&proxy, Duration::from_secs(5)).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -113,7 +114,7 @@ fn get(proxy: SocketAddr, url: &str) -> Option<(u16, String, Vec<u8>)> {
 }
 
 /// Starts a proxy whose disk store is in `dir`, with stats.
-fn disk_proxy(backend: &str, dir: &Path, extra: &[&str]) -> Proxy {
+pub(crate) fn disk_proxy(backend: &str, dir: &Path, extra: &[&str]) -> Proxy {
     let dir = dir.to_str().expect("a UTF-8 path");
     let mut args = vec![
         "--cache-dir",
@@ -130,7 +131,7 @@ fn disk_proxy(backend: &str, dir: &Path, extra: &[&str]) -> Proxy {
 }
 
 /// Waits until the proxy's disk store has written everything queued.
-fn settle(proxy: &Proxy) -> serde_json::Value {
+pub(crate) fn settle(proxy: &Proxy) -> serde_json::Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let stats = proxy.stats();
@@ -324,8 +325,7 @@ impl Drop for Mounted<'_> {
     }
 }
 
-#[test]
-fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
+fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving(backend: &str) {
     let dir = tempfile::tempdir().expect("a directory");
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
@@ -339,7 +339,7 @@ fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
     let _unmount = Mounted(dir.path());
     let origin = DiskOrigin::start();
     // The store believes it has 64 MiB; the file system has 2 MiB.
-    let proxy = disk_proxy("epoll", dir.path(), &["--cache-dir-size", "64MiB"]);
+    let proxy = disk_proxy(backend, dir.path(), &["--cache-dir-size", "64MiB"]);
     let paths: Vec<String> = (0..40)
         .map(|seed| DiskOrigin::path(seed, 200 << 10))
         .collect();
@@ -354,6 +354,10 @@ fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving() {
     let stats = proxy.stats();
     let disk = &stats["cache"]["disk"];
     assert!(disk["io_errors"].as_u64() > Some(0), "{disk}");
+    assert!(
+        disk["io_errors_by_kind"]["no_space"].as_u64() > Some(0),
+        "counted as out of space: {disk}"
+    );
     // Still alive and serving.
     let (status, _, body) = get(proxy.address, &origin.url(&paths[39])).expect("answered");
     assert_eq!(status, 200);

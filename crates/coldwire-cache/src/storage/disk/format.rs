@@ -14,13 +14,16 @@
 //!   data_crc = crc32 of key ‖ head ‖ body
 //! ```
 //!
-//! An *object* record's head is the stored response's metadata ([`encode_head`]). An object
+//! An *object* record's head is the stored response's metadata ([`encode_head`]). A *head*
+//! record ([`Kind::Head`]) carries a newer head for an object already written (a `304`
+//! freshened it): its body is the object's sequence number and a flag ([`super::heads`]). An object
 //! the index dropped is *killed in place*: its header is rewritten as a [`Kind::Dead`]
 //! header with the same lengths (48 bytes written over bytes that exist: no new space
 //! needed, the body untouched for hits still sending it). Integers are little-endian.
 //!
-//! Invariants: [`scan`] returns only object records whose header checksum, lengths, key
-//! (UTF-8), data checksum and head all check out, in file order. A record whose header
+//! Invariants: [`scan`] returns only object and head records whose header checksum,
+//! lengths, key (UTF-8), data checksum and head all check out (a head record's body too:
+//! exactly its 9 bytes, naming an older sequence number), in file order. A record whose header
 //! checks out but whose data does not (or that is dead) is skipped — the header's checksum
 //! vouches for the lengths that lead to the next record; the scan stops at the first header
 //! that does not check out or runs past the end (a torn tail: records are appended by one
@@ -50,6 +53,9 @@ pub enum Kind {
     Object,
     /// An object the index dropped (purged, replaced, evicted): skipped, never served.
     Dead,
+    /// A newer head for an object (a `304` or a `HEAD` response freshened it): its body
+    /// names the object's sequence number ([`super::heads`]).
+    Head,
 }
 
 impl Kind {
@@ -57,6 +63,7 @@ impl Kind {
         match self {
             Kind::Object => 1,
             Kind::Dead => 2,
+            Kind::Head => 3,
         }
     }
 
@@ -64,6 +71,7 @@ impl Kind {
         match byte {
             1 => Some(Kind::Object),
             2 => Some(Kind::Dead),
+            3 => Some(Kind::Head),
             _ => None,
         }
     }
@@ -141,8 +149,20 @@ pub fn data_crc<'a>(key: &[u8], head: &[u8], body: impl IntoIterator<Item = &'a 
     hasher.finalize()
 }
 
-/// Appends one whole record (header, key, head, body pieces, padding) to `out`.
+/// Appends one whole object record (header, key, head, body pieces, padding) to `out`.
 pub fn append_record<'a>(
+    out: &mut Vec<u8>,
+    seq: u64,
+    key: &[u8],
+    head: &[u8],
+    body: impl IntoIterator<Item = &'a [u8]> + Clone,
+) -> Lengths {
+    append_record_of(Kind::Object, out, seq, key, head, body)
+}
+
+/// Appends one whole record of `kind` (an object, or a head record) to `out`.
+pub fn append_record_of<'a>(
+    kind: Kind,
     out: &mut Vec<u8>,
     seq: u64,
     key: &[u8],
@@ -160,7 +180,7 @@ pub fn append_record<'a>(
     };
     let crc = data_crc(key, head, body.clone());
     let start = out.len();
-    out.extend_from_slice(&record_header(Kind::Object, seq, lengths, crc));
+    out.extend_from_slice(&record_header(kind, seq, lengths, crc));
     out.extend_from_slice(key);
     out.extend_from_slice(head);
     for piece in body {
@@ -189,6 +209,8 @@ pub struct Scanned {
     pub body_len: u64,
     /// Where the record ends (padding included): the next record's offset.
     pub end: u64,
+    /// For a head record ([`Kind::Head`]): the object it refreshes; `None` for an object.
+    pub refresh: Option<super::heads::Refresh>,
 }
 
 /// Reads the records of a segment whose bytes (from the start of the file) are `bytes`,
@@ -249,6 +271,13 @@ fn read_record(bytes: &[u8], offset: u64) -> Option<(u64, Option<Scanned>)> {
     let (Some(key), Some(head)) = (key, head) else {
         return Some((end, None));
     };
+    let refresh = match kind {
+        Kind::Head => match super::heads::decode_body(&bytes[body_start..body_end], seq) {
+            Some(refresh) => Some(refresh),
+            None => return Some((end, None)),
+        },
+        _ => None,
+    };
     Some((
         end,
         Some(Scanned {
@@ -260,6 +289,7 @@ fn read_record(bytes: &[u8], offset: u64) -> Option<(u64, Option<Scanned>)> {
             body_offset: body_start as u64,
             body_len,
             end,
+            refresh,
         }),
     ))
 }

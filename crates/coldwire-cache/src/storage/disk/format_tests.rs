@@ -135,6 +135,65 @@ fn a_record_rewritten_with_another_body_fails_its_checksum() {
     assert!(scan(&bytes, 7).is_empty());
 }
 
+/// A record as it scans back: sequence number, key, what it refreshes (head records), body.
+type Any = (u64, String, Option<super::super::heads::Refresh>, Vec<u8>);
+
+/// A segment of `objects`, each followed by a head record for it (sequence number 1000 +
+/// its own, stale every other one), and every record as it should scan.
+fn segment_with_heads(objects: &[(String, Vec<u8>)]) -> (Vec<u8>, Vec<Any>) {
+    use super::super::heads::{Refresh, encode_body};
+    let mut bytes = segment_header(7).to_vec();
+    let mut expected = Vec::new();
+    for (number, (key, body)) in objects.iter().enumerate() {
+        let seq = number as u64 + 1;
+        let encoded = encode_head(&head(200, seq));
+        append_record(&mut bytes, seq, key.as_bytes(), &encoded, [body.as_slice()]);
+        expected.push((seq, key.clone(), None, body.clone()));
+        let refresh = Refresh {
+            target: seq,
+            stale: number % 2 == 1,
+        };
+        let newer = encode_head(&head(304, seq + 60));
+        let refresh_body = encode_body(refresh);
+        append_record_of(
+            Kind::Head,
+            &mut bytes,
+            1000 + seq,
+            key.as_bytes(),
+            &newer,
+            [refresh_body.as_slice()],
+        );
+        expected.push((
+            1000 + seq,
+            key.clone(),
+            Some(refresh),
+            refresh_body.to_vec(),
+        ));
+    }
+    (bytes, expected)
+}
+
+fn scanned_any(bytes: &[u8]) -> Vec<Any> {
+    scan(bytes, 7)
+        .into_iter()
+        .map(|record| {
+            let start = record.body_offset as usize;
+            let body = bytes[start..start + record.body_len as usize].to_vec();
+            (record.seq, record.key, record.refresh, body)
+        })
+        .collect()
+}
+
+#[test]
+fn head_records_scan_back_beside_the_objects() {
+    let objects = vec![
+        ("http://a/1".to_owned(), b"one".to_vec()),
+        ("http://a/2".to_owned(), vec![9u8; 5000]),
+    ];
+    let (bytes, expected) = segment_with_heads(&objects);
+    assert_eq!(scanned_any(&bytes), expected);
+}
+
 fn objects() -> impl Strategy<Value = Vec<(String, Vec<u8>)>> {
     prop::collection::vec(
         ("[a-z/:.]{1,40}", prop::collection::vec(any::<u8>(), 0..300)),
@@ -165,6 +224,25 @@ proptest! {
         let at = at.index(bytes.len());
         bytes[at] ^= flip;
         for record in scanned(&bytes) {
+            prop_assert!(expected.contains(&record), "{:?} was never written", record.0);
+        }
+    }
+
+    /// With head records among the objects, cut or damaged anywhere: every record that
+    /// scans back — object or head record — is exactly one that was written.
+    #[test]
+    fn head_records_cut_or_damaged_never_yield_a_wrong_record(
+        objects in objects(),
+        at in any::<prop::sample::Index>(),
+        cut in any::<prop::sample::Index>(),
+        flip in 1u8..=255,
+    ) {
+        let (mut bytes, expected) = segment_with_heads(&objects);
+        let found = scanned_any(&bytes[..cut.index(bytes.len() + 1)]);
+        prop_assert_eq!(&found[..], &expected[..found.len()]);
+        let at = at.index(bytes.len());
+        bytes[at] ^= flip;
+        for record in scanned_any(&bytes) {
             prop_assert!(expected.contains(&record), "{:?} was never written", record.0);
         }
     }

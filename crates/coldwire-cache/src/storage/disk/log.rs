@@ -10,6 +10,8 @@
 //! segment is sealed (its tail is not trusted) and new records go to a new segment; every
 //! error is counted and logged (the first, then one in a thousand), none ends the thread.
 
+mod health;
+
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -35,10 +37,23 @@ struct Placed {
     key: String,
     /// The head, for an object indexed only once written (disk only).
     deferred: Option<Head>,
+    /// A head record, not an object: nothing to publish.
+    head_record: bool,
     record_offset: u64,
     lengths: Lengths,
     /// Bytes reserved in the queue for it.
     reserved: u64,
+}
+
+/// What a record placed in the buffer is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placing {
+    /// An object the index holds already (in memory).
+    Indexed,
+    /// An object indexed only once written (disk only).
+    Deferred,
+    /// A head record (its bytes were not reserved in the queue).
+    Head,
 }
 
 /// The segment being appended to.
@@ -93,6 +108,9 @@ impl Log {
             if self.dirty && (stopping || self.last_sync.elapsed() >= SYNC_EVERY) {
                 self.sync();
             }
+            if self.shared.check_reads.swap(false, Ordering::AcqRel) {
+                self.check_reads();
+            }
             if stopping {
                 return;
             }
@@ -103,7 +121,10 @@ impl Log {
     /// store is stopping and the queue is empty.
     fn wait_for_jobs(&self, jobs: &mut Vec<Job>) -> bool {
         let mut queue = lock(&self.shared.queue);
-        if queue.is_empty() && !self.shared.stop.load(Ordering::Acquire) {
+        if queue.is_empty()
+            && !self.shared.stop.load(Ordering::Acquire)
+            && !self.shared.check_reads.load(Ordering::Acquire)
+        {
             queue = self
                 .shared
                 .wake
@@ -123,7 +144,24 @@ impl Log {
                 pieces,
                 length,
                 deferred,
-            } => self.append(seq, key, head, &pieces, length, deferred),
+            } => {
+                let how = if deferred {
+                    Placing::Deferred
+                } else {
+                    Placing::Indexed
+                };
+                self.append(seq, key, head, &pieces, length, how);
+            }
+            Job::Head {
+                seq,
+                key,
+                head,
+                refresh,
+            } => {
+                let body = Bytes::copy_from_slice(&super::heads::encode_body(refresh));
+                let length = body.len() as u64;
+                self.append(seq, key, head, &[body], length, Placing::Head);
+            }
             Job::Kill {
                 file,
                 record_offset,
@@ -133,8 +171,8 @@ impl Log {
         }
     }
 
-    /// Places an object record in the buffer (flushing first when it would not fit the
-    /// active segment, or the buffer is full).
+    /// Places an object or head record in the buffer (flushing first when it would not fit
+    /// the active segment, or the buffer is full).
     fn append(
         &mut self,
         seq: u64,
@@ -142,13 +180,14 @@ impl Log {
         head: Head,
         pieces: &[Bytes],
         length: u64,
-        deferred: bool,
+        how: Placing,
     ) {
+        let reserved = if how == Placing::Head { 0 } else { length };
         let encoded = format::encode_head(&head);
         let record = format::record_len(key.len(), encoded.len(), length);
         let segment_size = self.shared.config.segment_size();
         if record > segment_size - format::SEGMENT_HEADER {
-            self.drop_object(seq, &key, length);
+            self.drop_object(seq, &key, reserved);
             return;
         }
         let full = self.active.as_ref().is_none_or(|active| {
@@ -159,15 +198,21 @@ impl Log {
         }
         // A failed flush seals the active segment: a new one is needed then too.
         if (full || self.active.is_none()) && !self.start_segment() {
-            self.drop_object(seq, &key, length);
+            self.drop_object(seq, &key, reserved);
             return;
         }
         let Some(active) = self.active.as_ref() else {
-            self.drop_object(seq, &key, length);
+            self.drop_object(seq, &key, reserved);
             return;
         };
         let record_offset = active.position + self.buffer.len() as u64;
-        let lengths = format::append_record(
+        let kind = if how == Placing::Head {
+            Kind::Head
+        } else {
+            Kind::Object
+        };
+        let lengths = format::append_record_of(
+            kind,
             &mut self.buffer,
             seq,
             key.as_bytes(),
@@ -177,10 +222,11 @@ impl Log {
         self.placed.push(Placed {
             seq,
             key,
-            deferred: deferred.then_some(head),
+            deferred: (how == Placing::Deferred).then_some(head),
+            head_record: how == Placing::Head,
             record_offset,
             lengths,
-            reserved: length,
+            reserved,
         });
     }
 
@@ -223,9 +269,11 @@ impl Log {
                 counters
                     .bytes_written
                     .fetch_add(self.buffer.len() as u64, Ordering::Relaxed);
+                let heads = placed.iter().filter(|record| record.head_record).count() as u64;
                 counters
                     .objects_written
-                    .fetch_add(placed.len() as u64, Ordering::Relaxed);
+                    .fetch_add(placed.len() as u64 - heads, Ordering::Relaxed);
+                counters.heads_written.fetch_add(heads, Ordering::Relaxed);
                 self.dirty = true;
                 let (id, file) = (active.segment.id, active.segment.file.clone());
                 self.buffer.clear();
@@ -252,6 +300,9 @@ impl Log {
         let mut state = lock(&self.shared.state);
         for record in placed {
             state.pending = state.pending.saturating_sub(record.reserved);
+            if record.head_record {
+                continue;
+            }
             let body_offset = record.record_offset
                 + format::RECORD_HEADER
                 + (record.lengths.key + record.lengths.head) as u64;
@@ -382,31 +433,7 @@ impl Log {
         let Some(segment) = self.sealed.pop_front() else {
             return;
         };
-        {
-            let mut state = lock(&self.shared.state);
-            let state = &mut *state;
-            for (key, entries) in state.entries.iter_mut() {
-                let mut evict = false;
-                entries.retain_mut(|entry| {
-                    let here =
-                        matches!(&entry.copy, Copy::At { segment: id, .. } if *id == segment.id);
-                    if !here {
-                        return true;
-                    }
-                    if entry.body.is_in_memory() {
-                        // Still served from memory; just no disk copy any more.
-                        entry.copy = Copy::Gone;
-                        return true;
-                    }
-                    evict = true;
-                    false
-                });
-                if evict {
-                    state.evictions.push(key.clone());
-                }
-            }
-            state.entries.retain(|_, entries| !entries.is_empty());
-        }
+        self.forget_segment(segment.id);
         if let Err(error) = std::fs::remove_file(&segment.path) {
             self.failed("delete", &error);
         }
@@ -448,6 +475,7 @@ impl Log {
             .counters
             .io_errors
             .fetch_add(1, Ordering::Relaxed);
+        count_kind(&self.shared.counters, error);
         if errors.is_multiple_of(1000) {
             eprintln!(
                 "coldwire: warning: disk store: cannot {what} a segment in {}: {error} \
@@ -459,7 +487,21 @@ impl Log {
         self.shared
             .paused_until
             .store(unix_seconds() + 2, Ordering::Relaxed);
+        self.shared.check_reads.store(true, Ordering::Release);
     }
+}
+
+/// Counts `error` by its kind (Linux's errno values; the rest is counted as `other`).
+fn count_kind(counters: &super::Counters, error: &std::io::Error) {
+    const EIO: i32 = 5;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    let counter = match error.raw_os_error() {
+        Some(ENOSPC | EDQUOT) => &counters.io_errors_no_space,
+        Some(EIO) => &counters.io_errors_io,
+        _ => return,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Takes entry `seq` of `key` out of the map.

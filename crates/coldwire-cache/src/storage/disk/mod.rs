@@ -21,12 +21,16 @@
 //!   is LRU); the index forgets what lived there ([`Storage::take_evictions`]). Hits under
 //!   way keep the deleted file's descriptor, so its bytes stay readable until they end.
 //!
+//! - **Freshening**: a `304` (or `HEAD`) that freshens an object on disk appends a head
+//!   record naming it ([`heads`]); at recovery the newest one replaces the object's head.
+//!
 //! Invariants: a record's file range is handed out only after the write that holds it
 //! returned; every body the index drops that has a record on disk gets a tombstone, so a
 //! purged, replaced or evicted object never comes back after a restart; nothing here
 //! blocks on the disk except the I/O thread and [`DiskStorage::open`].
 
 pub mod format;
+pub mod heads;
 mod log;
 mod recovery;
 
@@ -92,6 +96,10 @@ pub struct DiskCounters {
     pub dropped: u64,
     /// Write, sync, create or delete errors (ENOSPC, EIO...).
     pub io_errors: u64,
+    /// The same errors by kind.
+    pub io_errors_by_kind: IoErrorKinds,
+    /// Head records written (a `304` or a `HEAD` response freshened an object on disk).
+    pub heads_written: u64,
     /// Segment files now.
     pub segments: u64,
     /// Segment files deleted to make room.
@@ -100,6 +108,28 @@ pub struct DiskCounters {
     pub recovered: u64,
     /// Milliseconds the start-up scan took.
     pub recovery_ms: u64,
+}
+
+/// The disk store's I/O errors by kind (their sum is [`DiskCounters::io_errors`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IoErrorKinds {
+    /// Out of space (`ENOSPC`, `EDQUOT`).
+    pub no_space: u64,
+    /// The device failed (`EIO`).
+    pub io: u64,
+    /// Anything else (permissions, a read-only file system, ...).
+    pub other: u64,
+}
+
+impl IoErrorKinds {
+    /// The kinds with their names, as the metrics' `kind` label.
+    pub fn labelled(&self) -> [(&'static str, u64); 3] {
+        [
+            ("no_space", self.no_space),
+            ("io", self.io),
+            ("other", self.other),
+        ]
+    }
 }
 
 /// Where the disk copy of an indexed body is.
@@ -152,6 +182,13 @@ enum Job {
         length: u64,
         deferred: bool,
     },
+    /// Append a head record: object `refresh.target` of `key` has a new head.
+    Head {
+        seq: u64,
+        key: String,
+        head: Head,
+        refresh: heads::Refresh,
+    },
     /// Rewrite the header of the record at `record_offset` of `file` as dead.
     Kill {
         file: Arc<std::fs::File>,
@@ -170,6 +207,9 @@ struct Shared {
     queue: Mutex<VecDeque<Job>>,
     wake: Condvar,
     stop: AtomicBool,
+    /// Set after an I/O error, or a hit that could not read its body: the I/O thread
+    /// checks which segments can still be read.
+    check_reads: AtomicBool,
     /// Set after an I/O error: no new disk copies until this time (a unix-epoch second).
     paused_until: AtomicU64,
     next_seq: AtomicU64,
@@ -187,6 +227,9 @@ struct Counters {
     queue_depth: AtomicU64,
     dropped: AtomicU64,
     io_errors: AtomicU64,
+    io_errors_no_space: AtomicU64,
+    io_errors_io: AtomicU64,
+    heads_written: AtomicU64,
     segments: AtomicU64,
     segments_evicted: AtomicU64,
     recovered: AtomicU64,
@@ -255,7 +298,9 @@ impl DiskStorage {
                     },
                     removed: false,
                 });
-            restored.push(Restored::new(object.key, object.head, body));
+            let mut kept = Restored::new(object.key, object.head, body);
+            kept.stale = object.stale;
+            restored.push(kept);
         }
         counters
             .recovery_ms
@@ -267,6 +312,7 @@ impl DiskStorage {
             queue: Mutex::new(VecDeque::new()),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
+            check_reads: AtomicBool::new(false),
             paused_until: AtomicU64::new(0),
             next_seq: AtomicU64::new(recovered.next_seq),
             sink: Mutex::new(None),
@@ -311,6 +357,18 @@ impl Shared {
             queue_bytes: lock(&self.state).pending,
             dropped: load(&counters.dropped),
             io_errors: load(&counters.io_errors),
+            io_errors_by_kind: {
+                let (no_space, io) = (
+                    load(&counters.io_errors_no_space),
+                    load(&counters.io_errors_io),
+                );
+                IoErrorKinds {
+                    no_space,
+                    io,
+                    other: load(&counters.io_errors).saturating_sub(no_space + io),
+                }
+            },
+            heads_written: load(&counters.heads_written),
             segments: load(&counters.segments),
             segments_evicted: load(&counters.segments_evicted),
             recovered: load(&counters.recovered),
@@ -425,13 +483,7 @@ fn queue_object(
     deferred: bool,
 ) -> Finished {
     let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
-    let head = Head {
-        status: response.status,
-        fields: response.fields.clone(),
-        vary: response.vary.clone(),
-        response_time: response.response_time,
-        initial_age: response.initial_age,
-    };
+    let head = head_of(response);
     let finished = if deferred {
         Finished::Deferred
     } else {
@@ -458,6 +510,21 @@ fn queue_object(
     });
     finished
 }
+
+/// The head a record keeps of `response`.
+fn head_of(response: &StoredResponse) -> Head {
+    Head {
+        status: response.status,
+        fields: response.fields.clone(),
+        vary: response.vary.clone(),
+        response_time: response.response_time,
+        initial_age: response.initial_age,
+    }
+}
+
+/// Head records waiting at most: past it (the disk far behind), a freshening is kept in
+/// memory only.
+const MAX_QUEUED_HEADS: u64 = 4096;
 
 impl Storage for DiskStorage {
     fn name(&self) -> &'static str {
@@ -545,6 +612,37 @@ impl Storage for DiskStorage {
         }
     }
 
+    fn refresh(&self, key: &str, response: &StoredResponse, stale: bool) {
+        let shared = &self.shared;
+        if shared.paused()
+            || key.len() > format::MAX_KEY
+            || shared.counters.queue_depth.load(Ordering::Relaxed) >= MAX_QUEUED_HEADS
+        {
+            return;
+        }
+        let target = {
+            let state = lock(&shared.state);
+            let Some(entry) = state.entries.get(key).and_then(|entries| {
+                entries
+                    .iter()
+                    .find(|entry| !entry.removed && entry.body.shares(&response.body))
+            }) else {
+                return;
+            };
+            if matches!(entry.copy, Copy::Gone) {
+                return;
+            }
+            entry.seq
+        };
+        // Queued after the object's own record (if that is still queued): written after it.
+        shared.push_job(Job::Head {
+            seq: shared.next_seq.fetch_add(1, Ordering::Relaxed),
+            key: key.to_owned(),
+            head: head_of(response),
+            refresh: heads::Refresh { target, stale },
+        });
+    }
+
     fn spill(&self, key: &str, response: &StoredResponse) -> Option<Body> {
         let mut state = lock(&self.shared.state);
         let entry = state
@@ -557,6 +655,14 @@ impl Storage for DiskStorage {
         };
         entry.body = Body::File(range.clone());
         Some(entry.body.clone())
+    }
+
+    fn read_failed(&self) {
+        self.shared.check_reads.store(true, Ordering::Release);
+        // Under the queue's lock, so the I/O thread cannot miss the wake-up.
+        let queue = lock(&self.shared.queue);
+        self.shared.wake.notify_one();
+        drop(queue);
     }
 
     fn take_evictions(&self, into: &mut Vec<String>) {
@@ -582,3 +688,6 @@ impl Storage for DiskStorage {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod heads_tests;

@@ -1,5 +1,6 @@
 //! Opening a disk store's directory: every segment file read and [scanned](super::format::scan),
-//! the intact objects collected (oldest first), the rest never looked at again.
+//! the intact objects collected (oldest first), each with the newest intact head record
+//! naming it applied ([`heads::apply`]), the rest never looked at again.
 //!
 //! Invariants: only records that pass every check of the scan are recovered, each with a
 //! file range inside the segment it was read from; files that are not segments are left
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use super::DiskConfig;
 use super::format::{self, Head};
+use super::heads::{self, FoundHead};
 use crate::storage::FileRange;
 
 /// A segment file kept by the store.
@@ -35,6 +37,8 @@ pub(super) struct Found {
     pub record_offset: u64,
     pub lengths: format::Lengths,
     pub range: FileRange,
+    /// A head record made it stale (a `HEAD` response did not match it).
+    pub stale: bool,
 }
 
 /// What opening found.
@@ -131,15 +135,21 @@ pub(super) fn recover(config: &DiskConfig) -> std::io::Result<Recovered> {
         segments.extend(result?);
     }
     segments.sort_unstable_by_key(|segment| segment.segment.id);
+    let mut found_heads = Vec::new();
     for segment in segments {
         recovered.bytes_read += segment.bytes_read;
         for object in &segment.objects {
             recovered.next_seq = recovered.next_seq.max(object.seq + 1);
         }
+        for head in &segment.heads {
+            recovered.next_seq = recovered.next_seq.max(head.seq + 1);
+        }
         recovered.objects.extend(segment.objects);
+        found_heads.extend(segment.heads);
         recovered.segments.push(segment.segment);
     }
     recovered.objects.sort_unstable_by_key(|object| object.seq);
+    heads::apply(&mut recovered.objects, found_heads);
     Ok(recovered)
 }
 
@@ -147,6 +157,7 @@ pub(super) fn recover(config: &DiskConfig) -> std::io::Result<Recovered> {
 struct ScannedSegment {
     segment: Segment,
     objects: Vec<Found>,
+    heads: Vec<FoundHead>,
     bytes_read: u64,
 }
 
@@ -162,9 +173,18 @@ fn scan_segment(dir: &Path, id: u64) -> std::io::Result<ScannedSegment> {
     file.read_to_end(&mut bytes)
         .map_err(|error| context(error, "cannot read", &path))?;
     let file = Arc::new(file);
-    let objects = format::scan(&bytes, id)
-        .into_iter()
-        .map(|record| Found {
+    let (mut objects, mut heads) = (Vec::new(), Vec::new());
+    for record in format::scan(&bytes, id) {
+        if let Some(refresh) = record.refresh {
+            heads.push(FoundHead {
+                seq: record.seq,
+                key: record.key,
+                head: record.head,
+                refresh,
+            });
+            continue;
+        }
+        objects.push(Found {
             seq: record.seq,
             key: record.key,
             head: record.head,
@@ -176,11 +196,13 @@ fn scan_segment(dir: &Path, id: u64) -> std::io::Result<ScannedSegment> {
                 offset: record.body_offset,
                 length: record.body_len,
             },
-        })
-        .collect();
+            stale: false,
+        });
+    }
     Ok(ScannedSegment {
         segment: Segment { id, file, path },
         objects,
+        heads,
         bytes_read: bytes.len() as u64,
     })
 }

@@ -2,13 +2,17 @@
 //! the process is out of descriptors, a request that needs a new upstream connection gets
 //! a `503` with `Proxy-Status: coldwire; error=connection_limit_reached` (RFC 9209) and a
 //! one-line body — not a 502, not a reset — on a connection that stays open; the proxy
-//! counts it, says it on stderr, and serves the request once connections free up.
+//! counts it, says it on stderr, and serves the request once connections free up. A CONNECT
+//! tunnel out of connections gets the same 503 (and closes, as every failed tunnel); a
+//! refused one stays a 502.
 
 use std::io::{BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use coldwire_testkit::{Origin, Proxy, Response, connect, read_response};
+use coldwire_testkit::{
+    Origin, Proxy, Response, connect, connect_through, read_response, read_rest, start_echo_server,
+};
 
 /// How long the proxy gets to notice what the test did (stats published, closes seen).
 const SETTLE: Duration = Duration::from_secs(10);
@@ -29,12 +33,13 @@ fn get_cacheable(stream: &mut TcpStream, origin: &Origin) -> Response {
 /// The answer a request that found no connection to spare must get.
 fn assert_connection_limit_answer(response: &Response) {
     assert_eq!(response.status, 503, "{}", response.status_line);
-    assert_eq!(
-        response.header("proxy-status"),
-        Some("coldwire; error=connection_limit_reached"),
+    let proxy_status = response.header("proxy-status").unwrap_or_default();
+    assert!(
+        proxy_status.starts_with("coldwire; error=connection_limit_reached;"),
         "{:?}",
         response.headers
     );
+    assert_eq!(response.header("retry-after"), Some("1"));
     assert_ne!(
         response.header("connection"),
         Some("close"),
@@ -127,4 +132,77 @@ pub(super) fn running_out_of_descriptors_answers_503_and_says_so(backend: &str) 
     let served = served_again(&mut clients[0], &origin);
     assert_eq!(served.status, 200, "{}", served.status_line);
     assert_eq!(served.body_text(), "cacheable body");
+}
+
+/// `--max-connections 3`: with two clients in, a third one's CONNECT finds no room for its
+/// upstream connection: 503 `connection_limit_reached` with `Retry-After`, counted and
+/// said, and the tunnel's client closed; once there is room, a CONNECT to a port nothing
+/// listens on is the origin's failure: 502 `connection_refused`.
+pub(super) fn a_tunnel_out_of_connections_is_503_and_a_refused_one_502(backend: &str) {
+    let echo = start_echo_server();
+    // Started with an open-files limit (a generous one) for its stderr to be kept.
+    let proxy = Proxy::start_with_open_files(
+        backend,
+        &[
+            "--max-connections",
+            "3",
+            "--connect-any-port",
+            "--admin",
+            "127.0.0.1:0",
+        ],
+        1024,
+    );
+    let first = connect(proxy.address);
+    let second = connect(proxy.address);
+    let accepted = wait_for_total(&proxy, "loop", "accepted", |n| n >= 2);
+    assert_eq!(accepted, 2, "two clients accepted");
+    let (mut stream, head) = connect_through(&proxy, &echo.to_string());
+    let answer = format!("{head}{}", String::from_utf8_lossy(&read_rest(&mut stream)));
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    assert!(
+        answer.contains(&format!(
+            "\r\nProxy-Status: coldwire; error=connection_limit_reached; next-hop=\"{echo}\""
+        )),
+        "{answer}"
+    );
+    assert!(answer.contains("\r\nRetry-After: 1\r\n"), "{answer}");
+    assert!(answer.contains("--max-connections"), "{answer}");
+    // The answer said `Connection: close`: a client closes too (a lingering connection
+    // would hold its slot until the linger deadline).
+    drop(stream);
+    assert_eq!(
+        wait_for_total(&proxy, "http", "connection_limit_reached", |n| n >= 1),
+        1
+    );
+    assert!(
+        proxy.wait_for_stderr("answered 503 (connection_limit_reached)", SETTLE),
+        "no line about the 503: {}",
+        proxy.stderr_tail()
+    );
+    drop(first);
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    // The closes must reach the proxy first: retry while the answer is still the 503.
+    let deadline = Instant::now() + SETTLE;
+    let answer = loop {
+        let (mut stream, head) = connect_through(&proxy, &closed.to_string());
+        let answer = format!("{head}{}", String::from_utf8_lossy(&read_rest(&mut stream)));
+        if !answer.starts_with("HTTP/1.1 503 ") || Instant::now() >= deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        answer.starts_with("HTTP/1.1 502 "),
+        "{answer}\nstats: {}\nstderr: {}",
+        proxy.stats()["total"]["loop"],
+        proxy.stderr_tail()
+    );
+    assert!(
+        answer.contains("\r\nProxy-Status: coldwire; error=connection_refused;"),
+        "{answer}"
+    );
+    drop(second);
 }

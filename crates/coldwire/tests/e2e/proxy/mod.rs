@@ -5,7 +5,7 @@
 //! the origin, no-store not stored, Vary, pipelining, chunked POST, an upstream reset
 //! mid-body (error to the client, nothing cached), a denied client, reverse mode, CONNECT
 //! to a TLS server, 1 MiB bodies byte for byte, and a 503 with `Proxy-Status` when
-//! connections or descriptors run out (`limits.rs`).
+//! connections or descriptors run out, for requests and CONNECT tunnels (`limits.rs`).
 
 mod cache;
 mod errors;
@@ -61,4 +61,5 @@ coldwire_testkit::backend_tests! {
     refused_tunnels_say_why,
     connection_limit_answers_503_with_proxy_status_and_keeps_serving,
     running_out_of_descriptors_answers_503_and_says_so,
+    a_tunnel_out_of_connections_is_503_and_a_refused_one_502,
 }

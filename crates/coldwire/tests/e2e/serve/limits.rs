@@ -325,7 +325,9 @@ pub(super) fn stalled_reader_is_dropped_after_the_write_timeout_but_a_slow_one_i
     std::fs::write(root.root().join("huge.bin"), &huge).expect("writing huge.bin");
     let server = ServerOptions::new(backend, &root)
         .admin()
-        .flag("--write-timeout", "1")
+        // Two seconds, read every 250 ms: the slow reader keeps an 8x margin even when
+        // this test thread is descheduled on a busy machine.
+        .flag("--write-timeout", "2")
         .start();
     let small_window = || {
         let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
@@ -345,8 +347,8 @@ pub(super) fn stalled_reader_is_dropped_after_the_write_timeout_but_a_slow_one_i
     let mut chunk = vec![0u8; 64 * 1024];
     let started = Instant::now();
     let mut slow_received = 0usize;
-    while started.elapsed() < Duration::from_millis(2_800) {
-        thread::sleep(Duration::from_millis(400));
+    while started.elapsed() < Duration::from_millis(4_500) {
+        thread::sleep(Duration::from_millis(250));
         let count = slow
             .read(&mut chunk)
             .expect("the slow reader keeps receiving");
