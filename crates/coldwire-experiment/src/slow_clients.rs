@@ -88,6 +88,21 @@ pub(crate) struct Point {
     pub cancellations_per_request: Option<f64>,
     /// Requests answered 503 for want of connections (`None`: not counted by this build).
     pub limit_503s: Option<u64>,
+    /// The uring driver's ring pressure over the whole point (`None`: not counted by this
+    /// build): receives ended by `ENOBUFS` per request, completions that overflowed the
+    /// completion queue, enters forced by a full submission queue.
+    pub ring_pressure: Option<RingPressure>,
+}
+
+/// How hard the uring driver's queues and receive buffer ring were pressed in one point.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingPressure {
+    /// Receives ended by `ENOBUFS` (the buffer ring was empty), per request.
+    pub no_buffers_per_request: f64,
+    /// Completions that found the completion queue full.
+    pub cq_overflows: u64,
+    /// `io_uring_enter` calls made because the submission queue was full.
+    pub sq_full_enters: u64,
 }
 
 /// `coldwire origin` with the scenario's think time, pinned to the generator's CPU.
@@ -334,6 +349,11 @@ fn measure_point(
         cancellations_per_request: total("loop", "uring_cancellations")
             .map(|count| count as f64 / requests),
         limit_503s: total("http", "connection_limit_reached"),
+        ring_pressure: total("loop", "uring_recv_no_buffers").map(|no_buffers| RingPressure {
+            no_buffers_per_request: no_buffers as f64 / requests,
+            cq_overflows: total("loop", "uring_cq_overflows").unwrap_or(0),
+            sq_full_enters: total("loop", "uring_sq_full_enters").unwrap_or(0),
+        }),
     };
     Ok((point, vec![raw, format!("raw/{stem}.txt")]))
 }

@@ -231,6 +231,14 @@ fn counter_table(parameters: &Parameters, backends: &[String], points: &[Point])
                 .filter(|point| point.backend == backend && point.rate == rate)
                 .filter_map(|point| point.limit_503s)
                 .max();
+            let pressure: Vec<_> = points
+                .iter()
+                .filter(|point| point.backend == backend && point.rate == rate)
+                .filter_map(|point| point.ring_pressure)
+                .collect();
+            let no_buffers = median_of(points, backend, rate, |point| {
+                point.ring_pressure.map(|ring| ring.no_buffers_per_request)
+            });
             rows.push(vec![
                 name.clone(),
                 thousands(*offered),
@@ -243,12 +251,33 @@ fn counter_table(parameters: &Parameters, backends: &[String], points: &[Point])
                     "not counted".to_owned()
                 },
                 refusals.map_or("not counted".to_owned(), |count| count.to_string()),
+                if pressure.is_empty() {
+                    "not counted".to_owned()
+                } else {
+                    format!(
+                        "{} / {} / {}",
+                        short(no_buffers),
+                        pressure
+                            .iter()
+                            .map(|ring| ring.cq_overflows)
+                            .max()
+                            .unwrap_or(0),
+                        pressure
+                            .iter()
+                            .map(|ring| ring.sq_full_enters)
+                            .max()
+                            .unwrap_or(0)
+                    )
+                },
             ]);
         }
     }
     Table {
         title: "The proxy's counters per request (median over rounds): system calls, uring cancellations \
-                (each closing connection's own armed operations, by user_data), 503s for want of connections"
+                (each closing connection's own armed operations, by user_data), 503s for want of connections, \
+                the uring driver's ring pressure (receives ended by an empty buffer ring per request; \
+                most completions that overflowed the completion queue and enters forced by a full \
+                submission queue in one round)"
             .to_owned(),
         columns: [
             "backend",
@@ -256,6 +285,7 @@ fn counter_table(parameters: &Parameters, backends: &[String], points: &[Point])
             "syscalls/request",
             "cancellations/request",
             "503 connection_limit_reached",
+            "uring ENOBUFS/request / CQ overflows / SQ-full enters",
         ]
         .map(str::to_owned)
         .to_vec(),

@@ -68,30 +68,61 @@ pub const ZOMBIE_LINGER: Duration = Duration::from_secs(10);
 /// The buffer group of the receive ring.
 const BUFFER_GROUP: u16 = 0;
 
-/// io_uring-specific options.
-#[derive(Clone, Copy, Debug)]
+/// How large a driver's queues and receive buffer ring are, from its connection limit.
+///
+/// Every open connection has a multishot receive armed, and with `DEFER_TASKRUN` all the
+/// completions that became due while the loop was busy are posted in one enter. A loop
+/// turn that takes long under many connections therefore meets, in its next enter, a burst
+/// proportional to the *connections* (not to the rate): each receive takes a ring buffer
+/// (past the ring's size the rest end with `ENOBUFS` and must be armed again: a longer
+/// next turn, more re-arms — the loop falls further behind), each completion a completion
+/// queue entry (past its size they go to the kernel's slower overflow list), and the
+/// re-arms, sends and closes fill the submission queue (an extra enter each time it is
+/// full). The sizes grow with the connection limit, within bounds on memory: the ring's
+/// buffers are [`DriverConfig::buffer_size`](crate::DriverConfig) each (16 KiB: 2,048 of
+/// them are 32 MiB, touched as the kernel cycles through them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingSizes {
+    /// Submission queue entries.
+    pub submissions: u32,
+    /// Completion queue entries.
+    pub completions: u32,
+    /// Receive ring buffers.
+    pub receive_buffers: u16,
+}
+
+impl RingSizes {
+    /// The sizes for a driver of at most `max_connections` connections: submission queue
+    /// ¼ of the connections (1,024–4,096), completion queue 2 per connection
+    /// (8,192–65,536), receive buffers ⅛ of the connections (512–2,048); powers of two.
+    pub fn for_connections(max_connections: usize) -> RingSizes {
+        let scaled = |value: usize, low: usize, high: usize| {
+            value.max(1).next_power_of_two().clamp(low, high)
+        };
+        RingSizes {
+            submissions: scaled(max_connections / 4, 1024, 4096) as u32,
+            completions: scaled(max_connections.saturating_mul(2), 8192, 65_536) as u32,
+            receive_buffers: scaled(max_connections / 8, 512, 2048) as u16,
+        }
+    }
+}
+
+/// io_uring-specific options (default: no submission polling, the receive ring sized from
+/// the connection limit, multishot where the kernel has it).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct UringOptions {
     /// Kernel-side submission polling (`IORING_SETUP_SQPOLL`) with this idle time: the
     /// submit system call disappears, at the price of a kernel thread spinning on a core
     /// while the loop is busy (half of this 2-core machine).
     pub sqpoll_idle: Option<Duration>,
     /// Buffers in the shared receive ring (a power of two): what may arrive in one loop
-    /// turn, over all connections.
-    pub receive_buffers: u16,
+    /// turn, over all connections. `None`: sized from the connection limit
+    /// ([`RingSizes::for_connections`]).
+    pub receive_buffers: Option<u16>,
     /// Use single-shot `ACCEPT` and `RECV` even where the kernel has the multishot forms
     /// (they are used automatically where the probe's trial finds them missing); for
     /// tests of that fallback and for comparisons.
     pub single_shot: bool,
-}
-
-impl Default for UringOptions {
-    fn default() -> Self {
-        UringOptions {
-            sqpoll_idle: None,
-            receive_buffers: 512,
-            single_shot: false,
-        }
-    }
 }
 
 pub(super) struct ListenerState {
@@ -150,15 +181,17 @@ impl UringDriver {
 
     /// Creates a driver: a ring, its receive buffer ring, and a waker.
     pub fn new(config: DriverConfig, options: UringOptions) -> io::Result<UringDriver> {
+        let sizes = RingSizes::for_connections(config.max_connections);
         let ring = Ring::new(RingOptions {
             sqpoll_idle_millis: options
                 .sqpoll_idle
                 .map(|idle| idle.as_millis().clamp(1, u128::from(u32::MAX)) as u32),
-            ..RingOptions::default()
+            entries: sizes.submissions,
+            completion_entries: sizes.completions,
         })?;
         let buffer_size = config.buffer_size;
-        let receive_ring =
-            BufferRing::new(&ring, options.receive_buffers, buffer_size, BUFFER_GROUP)?;
+        let receive_buffers = options.receive_buffers.unwrap_or(sizes.receive_buffers);
+        let receive_ring = BufferRing::new(&ring, receive_buffers, buffer_size, BUFFER_GROUP)?;
         let waker = Waker::new()?;
         let found = super::probe::multishot();
         let now = Instant::now();
@@ -324,5 +357,36 @@ impl UringDriver {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RingSizes;
+
+    #[test]
+    fn ring_sizes_grow_with_the_connection_limit_within_bounds() {
+        let small = RingSizes::for_connections(64);
+        assert_eq!(
+            small,
+            RingSizes {
+                submissions: 1024,
+                completions: 8192,
+                receive_buffers: 512,
+            }
+        );
+        let default = RingSizes::for_connections(19_000);
+        assert_eq!(
+            default,
+            RingSizes {
+                submissions: 4096,
+                completions: 65_536,
+                receive_buffers: 2048,
+            }
+        );
+        let middle = RingSizes::for_connections(6_000);
+        assert_eq!(middle.submissions, 2048);
+        assert_eq!(middle.completions, 16_384);
+        assert_eq!(middle.receive_buffers, 1024);
     }
 }

@@ -18,6 +18,6 @@ pub mod ring;
 mod send;
 pub mod splice;
 
-pub use driver::{UringDriver, UringOptions};
+pub use driver::{RingSizes, UringDriver, UringOptions};
 pub use probe::{Needs, probe};
 pub use ring::{Ring, RingCounters, RingOptions};
