@@ -72,6 +72,8 @@ struct Point {
     cpu_us_per_request: f64,
     cpu_us_per_segment: f64,
     segments_per_request: f64,
+    /// Share of the window the server's threads were runnable but waited for a CPU.
+    server_wait_share: f64,
 }
 
 /// The points of one (trace, server) line, per sweep.
@@ -113,6 +115,12 @@ fn point_of(x: f64, document: &BenchDocument) -> anyhow::Result<Point> {
         } else {
             f64::NAN
         },
+        server_wait_share: server.map_or(0.0, |server| {
+            server.runqueue_wait_seconds
+                / document
+                    .phase()
+                    .map_or(1.0, |phase| phase.window_seconds.max(1e-9))
+        }),
     })
 }
 
@@ -300,6 +308,22 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     record.raw_files = raw_files;
     record.figures = figures(&lines, parameters.rtt_connections);
     findings(&mut record, &lines, &kinds);
+    let waits: Vec<f64> = lines
+        .iter()
+        .flat_map(|line| line.by_connections.iter().chain(&line.by_rtt))
+        .map(|point| point.server_wait_share)
+        .collect();
+    let worst = waits.iter().copied().fold(0.0, f64::max);
+    if worst > 0.2 {
+        warnings.push(format!(
+            "the server's threads were runnable but waited for a CPU (taken by other work) for up to {:.0}% of a \
+             measured window (median {:.0}%): throughput here is set by the CPU share the machine left the server, \
+             so read the throughput curves' shape with care and CPU per request and per segment (on-CPU time) \
+             as the measurement",
+            worst * 100.0,
+            crate::figures::median(&waits) * 100.0
+        ));
+    }
     record.warnings = warnings;
     Ok(record)
 }
