@@ -81,6 +81,9 @@ pub struct BenchPhase {
     pub latency: Latency,
     /// Cold connections held at the window's start and end.
     pub cold_held: (u64, u64),
+    /// The measured window's length, seconds.
+    #[serde(default)]
+    pub window_seconds: f64,
     /// Response bytes (heads and bodies) completed in the window, per second.
     #[serde(default)]
     pub bytes_per_second: f64,
