@@ -210,6 +210,13 @@ pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::shutdown(fd, libc::SHUT_WR) } as isize).map(drop)
 }
 
+/// Shuts both directions down (FIN after queued data; pending and later receives see the
+/// end of stream): how the io_uring driver ends a closing connection's armed receive.
+pub fn shutdown_both(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor the caller owns.
+    check(unsafe { libc::shutdown(fd, libc::SHUT_RDWR) } as isize).map(drop)
+}
+
 /// Creates a non-blocking, close-on-exec eventfd.
 pub fn eventfd() -> io::Result<RawFd> {
     // SAFETY: no memory arguments.

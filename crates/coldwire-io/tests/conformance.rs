@@ -46,6 +46,7 @@ coldwire_io::for_each_backend!(
     connects_sends_before_established_and_reports_refusal,
     connects_from_a_source_address,
     a_connection_closed_while_connecting_is_released,
+    a_second_flush_of_written_output_is_done,
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
     a_cold_file_range_is_read_ahead_and_arrives_exact,
@@ -579,4 +580,25 @@ fn a_connection_closed_while_connecting_is_released<D: Driver>(mut driver: D) {
     );
     assert_ne!(second, first);
     driver.close(second);
+}
+
+/// A flush that said `Done` leaves nothing to flush: flushing again (a server path that
+/// answers and then flushes once more) is `Done` too, not `Pending` — `Pending` would make
+/// the server wait for a `Sent` (on io_uring the promised send is still in flight).
+fn a_second_flush_of_written_output_is_done<D: Driver>(mut driver: D) {
+    let (listener, address) = listener();
+    driver.listen(listener).unwrap();
+    let mut client = TcpStream::connect(address).unwrap();
+    let id = accept_one(&mut driver);
+    let mut reply = driver.take_vec();
+    reply.extend_from_slice(b"reply");
+    driver.send(id, Chunk::Owned(reply));
+    if matches!(driver.flush(id), Flush::Done) {
+        assert!(matches!(driver.flush(id), Flush::Done), "flushed twice");
+    }
+    driver.wait(Some(Duration::ZERO)).unwrap();
+    let mut received = [0u8; 5];
+    client.read_exact(&mut received).unwrap();
+    assert_eq!(&received, b"reply");
+    driver.close(id);
 }

@@ -151,6 +151,17 @@ impl Driver for UringDriver {
         if connection.output.is_empty() {
             return Flush::Done;
         }
+        // Everything queued was already promised (an earlier flush said `Done`): nothing
+        // new to write. Saying `Pending` here would make the server wait for a `Sent` and
+        // replace its deadline (a lingering close then waited for the write timeout
+        // instead of the linger deadline).
+        let promised = connection.flags & SEND_PROMISED != 0
+            && connection.send.as_ref().is_some_and(|state| {
+                !state.is_file_piece && state.chunks_in_flight == connection.output.len()
+            });
+        if promised {
+            return Flush::Done;
+        }
         if connection.flags & WRITE_WAITING != 0 {
             return Flush::Pending;
         }
