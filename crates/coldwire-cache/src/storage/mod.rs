@@ -88,7 +88,7 @@ pub mod disk;
 mod memory;
 
 pub use body::{Body, BodyPiece, FileRange, Pieces};
-pub use disk::{DiskConfig, DiskCounters, DiskStorage};
+pub use disk::{DiskConfig, DiskCounters, DiskStorage, FileOp, FileOpRequest};
 pub use memory::{MemoryStorage, MemoryWriter};
 
 use std::sync::Arc;
@@ -223,7 +223,31 @@ pub trait Storage: Send + Sync {
     fn disk_counters(&self) -> Option<DiskCounters> {
         None
     }
+
+    /// A worker whose event loop has a ring (`--io uring`) offers it for this storage's
+    /// file operations; `wake` wakes that loop. Returns the worker's lane (to detach it
+    /// when it stops), or `None` for a storage without file operations (the default).
+    /// From then on the worker takes the operations ([`Storage::take_file_ops`]) once per
+    /// loop turn, submits each on its ring and hands its result to
+    /// [`FileOp::complete`](disk::FileOp::complete).
+    fn attach_ring(&self, wake: RingWake) -> Option<usize> {
+        let _ = wake;
+        None
+    }
+
+    /// The worker of `lane` stops taking file operations.
+    fn detach_ring(&self, lane: usize) {
+        let _ = lane;
+    }
+
+    /// Moves the file operations waiting for a ring into `into`. Must not block.
+    fn take_file_ops(&self, into: &mut Vec<disk::FileOp>) {
+        let _ = into;
+    }
 }
+
+/// Wakes a worker's event loop (see [`Storage::attach_ring`]).
+pub type RingWake = Arc<dyn Fn() + Send + Sync>;
 
 /// A body being written as its response streams in, as [`Storage::writer`] returns it:
 /// collected in memory (built in, like [`Body::Memory`]: no box, no virtual call per

@@ -84,6 +84,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) followers: super::collapse::Followers,
     /// What was said about running out of connections (`limit.rs`).
     pub(super) limits: super::limit::LimitNotices,
+    /// The disk store's writes on this worker's ring (`--io uring`, `disk_ring.rs`).
+    disk_ring: Option<super::disk_ring::DiskRing>,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -130,7 +132,12 @@ impl<D: Driver> Worker<D> {
             });
         }
         let wall_clock = SystemTime::now();
+        let disk_ring = parts
+            .store
+            .as_ref()
+            .and_then(|store| super::disk_ring::DiskRing::attach(&driver, store));
         Ok(Worker {
+            disk_ring,
             driver,
             peers: Vec::new(),
             pool: Pool::new(config.pool_per_origin),
@@ -168,6 +175,9 @@ impl<D: Driver> Worker<D> {
             self.wall_clock = SystemTime::now();
             self.date.update(self.wall_clock);
             self.handle_completions();
+            if let Some(ring) = self.disk_ring.as_mut() {
+                ring.submit(&mut self.driver);
+            }
             if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
                 self.start_draining();
             }
@@ -184,6 +194,9 @@ impl<D: Driver> Worker<D> {
                     let _ = log.flush();
                 }
                 self.publish();
+                // The store's thread takes over what this ring has not taken; what is in
+                // flight completes when the driver is dropped.
+                self.disk_ring = None;
                 return Ok(());
             }
         }

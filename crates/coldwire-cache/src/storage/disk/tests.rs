@@ -22,7 +22,7 @@ fn fields() -> Fields {
     fields
 }
 
-fn body_of(key: &str, length: usize) -> Vec<u8> {
+pub(super) fn body_of(key: &str, length: usize) -> Vec<u8> {
     let seed = key
         .bytes()
         .fold(7u8, |hash, byte| hash.wrapping_mul(31) ^ byte);
@@ -33,7 +33,7 @@ fn body_of(key: &str, length: usize) -> Vec<u8> {
 
 /// A store over a disk store in `dir`: `memory` bytes of memory, objects up to
 /// `memory_max` there, `disk` bytes on disk.
-fn open(dir: &std::path::Path, memory: u64, memory_max: u64, disk: u64) -> Arc<Store> {
+pub(super) fn open(dir: &std::path::Path, memory: u64, memory_max: u64, disk: u64) -> Arc<Store> {
     let config = StoreConfig {
         capacity: memory,
         max_object: memory_max,
@@ -47,7 +47,7 @@ fn open(dir: &std::path::Path, memory: u64, memory_max: u64, disk: u64) -> Arc<S
 }
 
 /// Stores `body` under `key` as the proxy does: a fill pushed piece by piece, finished.
-fn fill(store: &Store, key: &str, body: &[u8]) -> bool {
+pub(super) fn fill(store: &Store, key: &str, body: &[u8]) -> bool {
     let Some(mut fill) = store.begin_fill(key.to_owned(), 200, Some(body.len() as u64)) else {
         return false;
     };
@@ -61,7 +61,7 @@ fn fill(store: &Store, key: &str, body: &[u8]) -> bool {
 }
 
 /// Waits until the I/O thread has written everything queued.
-fn settle(store: &Store) {
+pub(super) fn settle(store: &Store) {
     for _ in 0..2000 {
         let disk = store.counters().disk.expect("a disk store");
         if disk.queue_depth == 0 && disk.queue_bytes == 0 {
@@ -73,7 +73,7 @@ fn settle(store: &Store) {
 }
 
 /// The bytes a lookup of `key` serves, and whether they came from disk.
-fn served(store: &Store, key: &str) -> Option<(Vec<u8>, bool)> {
+pub(super) fn served(store: &Store, key: &str) -> Option<(Vec<u8>, bool)> {
     let Lookup::Found(response) = store.lookup(key, |_| Vec::new()) else {
         return None;
     };
