@@ -19,7 +19,8 @@ mod support;
 
 use file_cases::{
     closing_a_blocked_file_send_frees_the_slot,
-    consecutive_files_on_different_connections_arrive_intact, sends_files_with_sendfile,
+    consecutive_files_on_different_connections_arrive_intact,
+    file_work_runs_on_the_ring_or_comes_back, sends_files_with_sendfile,
 };
 use splice_cases::{
     splice_moves_a_length_and_keeps_an_exact_copy,
@@ -44,6 +45,7 @@ coldwire_io::for_each_backend!(
     connects_from_a_source_address,
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
+    file_work_runs_on_the_ring_or_comes_back,
 );
 
 fn accepts_receives_and_sends<D: Driver>(mut driver: D) {

@@ -22,7 +22,7 @@
 //!   runs look their descriptor up late, so they pin the connection's socket until their
 //!   completion ([`super::connection::Connection::pinned`]);
 //! - file work of another component (the disk store's segment writes and syncs) runs as
-//!   `WRITE` / `FSYNC` operations ([`super::file`]);
+//!   `WRITE` / `FSYNC` operations (`file.rs`);
 //! - where the probe's trial finds no multishot accept or receive, single-shot ones are
 //!   used ([`UringOptions::single_shot`]);
 //! - timers stay in the hashed wheel; the wait's timeout is its next deadline.

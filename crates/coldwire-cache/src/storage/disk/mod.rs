@@ -60,6 +60,9 @@ pub struct DiskConfig {
     pub max_object: u64,
     /// Bytes of bodies queued for the I/O thread at most; past it, disk copies are dropped.
     pub queue_bytes: u64,
+    /// Workers with a ring (`--io uring`) perform the segment writes and syncs as ring
+    /// operations ([`Storage::attach_ring`]); false keeps them on the I/O thread.
+    pub ring_writes: bool,
 }
 
 impl DiskConfig {
@@ -70,6 +73,7 @@ impl DiskConfig {
             size,
             max_object,
             queue_bytes: 64 << 20,
+            ring_writes: true,
         }
     }
 
@@ -669,8 +673,10 @@ impl Storage for DiskStorage {
     }
 
     fn attach_ring(&self, wake: super::RingWake) -> Option<usize> {
-        let lane = self.shared.attach_lane(wake);
-        Some(lane)
+        if !self.shared.config.ring_writes {
+            return None;
+        }
+        Some(self.shared.attach_lane(wake))
     }
 
     fn detach_ring(&self, lane: usize) {

@@ -309,6 +309,9 @@ fn written(
             }
             let full = error.kind() == io::ErrorKind::StorageFull;
             lock(&shared.state).failure = Some((segment, full));
+            // Under the queue's lock: the thread checks for a failure under it before it
+            // waits, so the wake-up cannot fall between the check and the wait.
+            let _queue = lock(&shared.queue);
             shared.wake.notify_one();
         }
     }

@@ -48,6 +48,7 @@ impl Shared {
             .is_some();
         if detached {
             self.ring_lanes.fetch_sub(1, Ordering::AcqRel);
+            let _queue = lock(&self.queue);
             self.wake.notify_one();
         }
     }
