@@ -56,7 +56,10 @@
 //! - **No blocking on the event loop.** `push`, `finish` and `remove` run on a worker's
 //!   loop (and `remove` under an index lock): queue the disk work to a helper thread and
 //!   return; `finish` may return a `Body::Memory` that the hot tier serves while the disk
-//!   copy is written, or decline (`None`) when it cannot keep up.
+//!   copy is written, or decline (`None`) when it cannot keep up. On `--io uring` the
+//!   helper may instead hand its file operations to the workers' rings
+//!   ([`Storage::attach_ring`], [`Storage::take_file_ops`]): their completions then run
+//!   on a worker's loop ([`disk::FileOp::complete`]) and must not block either.
 //! - **Metadata.** To be found again after a restart, a record holds the response's head
 //!   too: [`BodyWriter::finish`], [`Storage::adopt`] and [`Storage::spill`] are handed the
 //!   [`StoredResponse`]; responses the index does not know of yet (found at start-up, or

@@ -251,6 +251,7 @@ impl Log {
         };
         let offset = active.position;
         active.position += self.buffer.len() as u64;
+        active.segment.placed = active.position;
         self.dirty = true;
         let buffer = std::mem::replace(&mut self.buffer, self.shared.take_buffer(AGGREGATE * 2));
         let op = FileOp::records(
@@ -271,10 +272,15 @@ impl Log {
         let shared = self.shared.clone();
         let config = &shared.config;
         // By bytes, not count: segments written under another --cache-dir-size differ.
+        // Writes still in flight on a ring have not grown their file yet: what was placed
+        // counts.
         let used = |sealed: &VecDeque<Segment>| -> u64 {
             sealed
                 .iter()
-                .map(|segment| segment.file.metadata().map_or(0, |metadata| metadata.len()))
+                .map(|segment| {
+                    let length = segment.file.metadata().map_or(0, |metadata| metadata.len());
+                    length.max(segment.placed)
+                })
                 .sum()
         };
         while !self.sealed.is_empty() && used(&self.sealed) + config.segment_size() > config.size {
@@ -298,6 +304,7 @@ impl Log {
                         id,
                         file: Arc::new(file),
                         path,
+                        placed: 0,
                     },
                     position: 0,
                 });

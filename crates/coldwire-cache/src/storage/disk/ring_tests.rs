@@ -171,3 +171,79 @@ fn with_its_last_ring_detached_the_store_writes_on_its_thread_again() {
     assert_eq!(disk.objects_written, 5);
     assert_eq!(disk.ring_writes_submitted, 0);
 }
+
+/// Takes operations as a ring would and keeps them in flight (not completed) until
+/// `complete_held` completes them, last first.
+fn hold(store: &Store, held: &mut Vec<FileOp>) {
+    store.take_disk_ops(held);
+}
+
+fn complete_held(held: &mut Vec<FileOp>) {
+    let mut queue: VecDeque<FileOp> = held.drain(..).rev().collect();
+    while let Some(op) = queue.pop_front() {
+        let result = match op.request() {
+            FileOpRequest::Write { fd, offset, bytes } => pwrite(fd, bytes, offset),
+            FileOpRequest::DataSync { .. } => Ok(0),
+        };
+        queue.extend(op.complete(result));
+    }
+}
+
+#[test]
+fn writes_in_flight_out_of_order_across_sealed_and_deleted_segments_never_serve_wrong() {
+    let dir = tempfile::tempdir().expect("a directory");
+    // 1 MiB on disk: 64 KiB segments, so 100 bodies of 20 KiB fill many segments and the
+    // oldest are deleted while their writes are still in flight.
+    let disk = |store: &Store| store.counters().disk.expect("disk");
+    let keys: Vec<String> = (0..100).map(|n| format!("http://o/{n}")).collect();
+    {
+        let store = open(dir.path(), 64 << 20, 16 << 10, 1 << 20);
+        let _ring = attach(&store);
+        let mut held = Vec::new();
+        for key in &keys {
+            assert!(fill(&store, key, &body_of(key, 20 << 10)));
+            hold(&store, &mut held);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while disk(&store).queue_depth > held.len() as u64 {
+            assert!(
+                Instant::now() < deadline,
+                "never placed: {:?}",
+                disk(&store)
+            );
+            hold(&store, &mut held);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(disk(&store).segments_evicted > 0, "{:?}", disk(&store));
+        // Nothing is published before its write completes.
+        assert_eq!(disk(&store).objects_written, 0);
+        assert!(keys.iter().all(|key| served(&store, key).is_none()));
+        complete_held(&mut held);
+        settle_on_ring(&store, Mode::Pieces(usize::MAX));
+        let counters = disk(&store);
+        assert!(
+            counters.ring_syncs_submitted > 0,
+            "sealed segments synced: {counters:?}"
+        );
+        assert_eq!(counters.ring_syncs_submitted, counters.ring_syncs_completed);
+        assert!(
+            counters.dropped > 0,
+            "records of deleted segments dropped: {counters:?}"
+        );
+        let mut found = 0;
+        for key in &keys {
+            if let Some((bytes, _)) = served(&store, key) {
+                assert_eq!(bytes, body_of(key, 20 << 10), "{key}");
+                found += 1;
+            }
+        }
+        assert!(found > 0);
+    }
+    let store = open(dir.path(), 64 << 20, 16 << 10, 1 << 20);
+    for key in &keys {
+        if let Some((bytes, _)) = served(&store, key) {
+            assert_eq!(bytes, body_of(key, 20 << 10), "{key} after the reopen");
+        }
+    }
+    assert!(disk(&store).recovered > 0);
+}
