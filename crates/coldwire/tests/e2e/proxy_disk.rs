@@ -2,7 +2,8 @@
 //! across a restart (hits byte for byte, the origin not asked again), a `PURGE` that
 //! outlives the restart, concurrent readers of an object being written, `SIGKILL` at random
 //! moments while the proxy fills and evicts (every object served afterwards checked
-//! against the origin's bytes), and a disk that fills up (a small tmpfs: ENOSPC).
+//! against the origin's bytes), and a disk that fills up (a small tmpfs: ENOSPC), with the
+//! segment writes on the store's thread or, on `--io uring`, on the workers' rings.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -147,6 +148,19 @@ pub(crate) fn settle(proxy: &Proxy) -> serde_json::Value {
     }
 }
 
+/// On `--io uring` the segment writes are ring operations (all completed once settled);
+/// elsewhere the store's thread does them.
+fn assert_ring_writes(backend: &str, disk: &serde_json::Value) {
+    let submitted = disk["ring_writes_submitted"].as_u64().expect("a counter");
+    let completed = disk["ring_writes_completed"].as_u64().expect("a counter");
+    if backend == "uring" {
+        assert!(submitted > 0, "uring: writes on the ring: {disk}");
+    } else {
+        assert_eq!(submitted, 0, "{backend}: writes on the thread: {disk}");
+    }
+    assert_eq!(submitted, completed, "{disk}");
+}
+
 fn disk_cache_keeps_objects_across_a_restart(backend: &str) {
     let origin = DiskOrigin::start();
     let dir = tempfile::tempdir().expect("a directory");
@@ -165,6 +179,7 @@ fn disk_cache_keeps_objects_across_a_restart(backend: &str) {
         }
         let stats = settle(&proxy);
         assert_eq!(stats["cache"]["disk"]["objects_written"], 12, "{stats}");
+        assert_ring_writes(backend, &stats["cache"]["disk"]);
         // PURGE reaches the disk too.
         let purged = origin.url(&paths[0]);
         let mut stream = connect(proxy.address);
