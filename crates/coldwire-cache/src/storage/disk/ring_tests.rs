@@ -1,8 +1,9 @@
 //! Tests of the disk store's writes handed to a worker's ring (`--io uring`), with the ring
 //! played by the test: operations are taken as a worker takes them, performed in pieces
 //! (short writes), failed on purpose, or left waiting. Records are published only once
-//! their write completed, a failed write drops its records and seals its segment, and a
-//! store whose last ring detaches writes on its own thread again.
+//! their write completed, a failed write drops its records and seals its segment (and has
+//! the thread probe which segments can still be read), and a store whose last ring
+//! detaches writes on its own thread again.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::tests::{body_of, fill, open, served};
 use super::{FileOp, FileOpRequest};
-use crate::store::Store;
+use crate::store::{Lookup, Store};
 
 /// How the test's ring performs a write.
 #[derive(Clone, Copy)]
@@ -247,4 +248,74 @@ fn writes_in_flight_out_of_order_across_sealed_and_deleted_segments_never_serve_
         }
     }
     assert!(disk(&store).recovered > 0);
+}
+
+// SAFETY: `dup2(2)` as libc declares it; it only takes two descriptor numbers.
+unsafe extern "C" {
+    fn dup2(old: RawFd, new: RawFd) -> RawFd;
+}
+
+#[test]
+fn a_failed_ring_write_makes_the_thread_probe_and_drop_an_unreadable_segment() {
+    let dir = tempfile::tempdir().expect("a directory");
+    // 64 KiB in memory at most: 200 KiB bodies are on disk only.
+    let store = open(dir.path(), 64 << 20, 64 << 10, 64 << 20);
+    let _ring = attach(&store);
+    let written = "http://o/written";
+    assert!(fill(&store, written, &body_of(written, 200 << 10)));
+    settle_on_ring(&store, Mode::Pieces(usize::MAX));
+    assert!(served(&store, written).expect("published").1);
+    // The next write goes to the same segment: its descriptor is made write-only (reads
+    // fail with EBADF, as a device failing for reads would with EIO), then the write fails.
+    let failing = "http://o/failing";
+    assert!(fill(&store, failing, &body_of(failing, 200 << 10)));
+    let mut taken = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while taken.is_empty() {
+        assert!(Instant::now() < deadline, "never queued");
+        store.take_disk_ops(&mut taken);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let op = taken.pop().expect("the write");
+    let FileOpRequest::Write { fd, .. } = op.request() else {
+        panic!("a write first");
+    };
+    let segment = std::fs::read_dir(dir.path())
+        .expect("listed")
+        .map(|entry| entry.expect("entry").path())
+        .next()
+        .expect("one segment");
+    let write_only = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("opened for writing");
+    let write_only_fd = std::os::fd::AsRawFd::as_raw_fd(&write_only);
+    // SAFETY: both descriptors are open; `fd` (the segment's, held by the store) now
+    // names the write-only open file, and is closed by its owner as before.
+    let duplicated = unsafe { dup2(write_only_fd, fd) };
+    assert_eq!(duplicated, fd);
+    assert!(op.complete(Err(io::Error::from_raw_os_error(5))).is_none());
+    // The thread probes: the segment cannot be read, the object only it held is forgotten.
+    let disk = |store: &Store| store.counters().disk.expect("disk");
+    while disk(&store).io_errors_by_kind.other == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "never probed: {:?}",
+            disk(&store)
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let counters = disk(&store);
+    assert_eq!(counters.io_errors_by_kind.io, 1, "the write: {counters:?}");
+    assert_eq!(
+        counters.io_errors_by_kind.other, 1,
+        "the probe: {counters:?}"
+    );
+    assert_eq!(counters.segments, 0, "{counters:?}");
+    for key in [written, failing] {
+        assert!(
+            !matches!(store.lookup(key, |_| Vec::new()), Lookup::Found(_)),
+            "{key} forgotten"
+        );
+    }
 }
