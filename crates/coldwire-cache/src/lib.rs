@@ -53,8 +53,9 @@ pub use policy::storable::{Storability, storability, storability_targeted};
 pub use policy::targeted::{NO_TARGETS, ResponseDirectives, Targets};
 pub use policy::vary::VaryKey;
 pub use storage::{
-    Body, BodyPiece, BodyWriter, DiskConfig, DiskCounters, DiskStorage, FileRange, Finished,
-    IoErrorKinds, MemoryStorage, Pieces, ReadySink, Restored, Storage, StorageChoice, Writer,
+    Body, BodyPiece, BodyWriter, DiskConfig, DiskCounters, DiskStorage, FileOp, FileOpRequest,
+    FileRange, Finished, IoErrorKinds, MemoryStorage, Pieces, ReadySink, Restored, RingWake,
+    Storage, StorageChoice, Writer,
 };
 pub use store::{Fill, Freshened, PartialStored, Store, StoreConfig, partial_key};
 pub use stored::StoredResponse;

@@ -33,8 +33,8 @@ pub use crate::core::counters::LoopCounters;
 pub use crate::core::slot_table::LowestFreeBitmap;
 pub use crate::core::waker::Waker;
 pub use crate::driver::{
-    Chunk, Completion, ConnectionId, ConnectionLimitReached, Driver, DriverConfig, Flush,
-    ListenerId, NoSplice, Splice, is_out_of_connections,
+    Chunk, Completion, ConnectionId, ConnectionLimitReached, Driver, DriverConfig, FileRequest,
+    FileWork, Flush, ListenerId, NoSplice, Splice, is_out_of_connections,
 };
 pub use crate::poller::{
     EpollPoller, Event, Interest, PollPoller, Poller, PollerCounters, SelectPoller, UringPoller,

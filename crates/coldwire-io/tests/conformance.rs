@@ -20,7 +20,8 @@ mod support;
 use file_cases::cold::a_cold_file_range_is_read_ahead_and_arrives_exact;
 use file_cases::{
     closing_a_blocked_file_send_frees_the_slot,
-    consecutive_files_on_different_connections_arrive_intact, sends_files_with_sendfile,
+    consecutive_files_on_different_connections_arrive_intact,
+    file_work_runs_on_the_ring_or_comes_back, sends_files_with_sendfile,
 };
 use splice_cases::{
     splice_moves_a_length_and_keeps_an_exact_copy,
@@ -50,6 +51,7 @@ coldwire_io::for_each_backend!(
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
     a_cold_file_range_is_read_ahead_and_arrives_exact,
+    file_work_runs_on_the_ring_or_comes_back,
 );
 
 /// `COLDWIRE_READ_AHEAD=off` (here: the config field it sets) leaves cold files to

@@ -115,6 +115,10 @@ pub struct ProxyArgs {
     /// of --cache-dir-size, which is also the default (64MiB at most).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub disk_max_object_bytes: Option<u64>,
+    /// On --io uring, keep the disk cache's segment writes on its I/O thread (pwrite,
+    /// fdatasync) instead of submitting them on the workers' rings: for comparisons.
+    #[arg(long)]
+    pub disk_thread_writes: bool,
     /// Revalidate every cache hit with the origin (If-Modified-Since / If-None-Match).
     #[arg(long)]
     pub revalidate_always: bool,

@@ -50,11 +50,13 @@ fn disk_storage(
     cache_bytes: u64,
     size: u64,
     max_object: Option<u64>,
+    thread_writes: bool,
 ) -> anyhow::Result<StorageChoice> {
     if cache_bytes == 0 {
         bail!("--cache-dir needs the cache on: give --cache-bytes more than 0");
     }
     let mut disk = DiskConfig::new(dir, size, 0);
+    disk.ring_writes = !thread_writes;
     if disk.size < 1 << 20 {
         bail!("--cache-dir-size {}: give at least 1MiB", disk.size);
     }
@@ -96,6 +98,7 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
             arguments.cache_bytes,
             arguments.cache_dir_size,
             arguments.disk_max_object_bytes,
+            arguments.disk_thread_writes,
         )?;
     }
     config.revalidate_always = arguments.revalidate_always;

@@ -63,7 +63,10 @@
 //! - **No blocking on the event loop.** `push`, `finish` and `remove` run on a worker's
 //!   loop (and `remove` under an index lock): queue the disk work to a helper thread and
 //!   return; `finish` may return a `Body::Memory` that the hot tier serves while the disk
-//!   copy is written, or decline (`None`) when it cannot keep up.
+//!   copy is written, or decline (`None`) when it cannot keep up. On `--io uring` the
+//!   helper may instead hand its file operations to the workers' rings
+//!   ([`Storage::attach_ring`], [`Storage::take_file_ops`]): their completions then run
+//!   on a worker's loop ([`disk::FileOp::complete`]) and must not block either.
 //! - **Metadata.** To be found again after a restart, a record holds the response's head
 //!   too: [`BodyWriter::finish`], [`Storage::adopt`] and [`Storage::spill`] are handed the
 //!   [`StoredResponse`]; responses the index does not know of yet (found at start-up, or
@@ -95,7 +98,7 @@ pub mod disk;
 mod memory;
 
 pub use body::{Body, BodyPiece, FileRange, Pieces};
-pub use disk::{DiskConfig, DiskCounters, DiskStorage, IoErrorKinds};
+pub use disk::{DiskConfig, DiskCounters, DiskStorage, FileOp, FileOpRequest, IoErrorKinds};
 pub use memory::{MemoryStorage, MemoryWriter};
 
 use std::sync::Arc;
@@ -249,7 +252,31 @@ pub trait Storage: Send + Sync {
     fn disk_counters(&self) -> Option<DiskCounters> {
         None
     }
+
+    /// A worker whose event loop has a ring (`--io uring`) offers it for this storage's
+    /// file operations; `wake` wakes that loop. Returns the worker's lane (to detach it
+    /// when it stops), or `None` for a storage without file operations (the default).
+    /// From then on the worker takes the operations ([`Storage::take_file_ops`]) once per
+    /// loop turn, submits each on its ring and hands its result to
+    /// [`FileOp::complete`](disk::FileOp::complete).
+    fn attach_ring(&self, wake: RingWake) -> Option<usize> {
+        let _ = wake;
+        None
+    }
+
+    /// The worker of `lane` stops taking file operations.
+    fn detach_ring(&self, lane: usize) {
+        let _ = lane;
+    }
+
+    /// Moves the file operations waiting for a ring into `into`. Must not block.
+    fn take_file_ops(&self, into: &mut Vec<disk::FileOp>) {
+        let _ = into;
+    }
 }
+
+/// Wakes a worker's event loop (see [`Storage::attach_ring`]).
+pub type RingWake = Arc<dyn Fn() + Send + Sync>;
 
 /// A body being written as its response streams in, as [`Storage::writer`] returns it:
 /// collected in memory (built in, like [`Body::Memory`]: no box, no virtual call per

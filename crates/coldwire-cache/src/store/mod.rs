@@ -316,6 +316,22 @@ impl Store {
         in_memory.max(self.storage.max_object())
     }
 
+    /// Offers a worker's ring for the storage's file operations (see
+    /// [`Storage::attach_ring`]): its lane, or `None` when the storage has none.
+    pub fn attach_disk_ring(&self, wake: impl Fn() + Send + Sync + 'static) -> Option<usize> {
+        self.storage.attach_ring(Arc::new(wake))
+    }
+
+    /// The worker of `lane` stops taking file operations.
+    pub fn detach_disk_ring(&self, lane: usize) {
+        self.storage.detach_ring(lane);
+    }
+
+    /// Moves the storage's file operations waiting for a ring into `into`.
+    pub fn take_disk_ops(&self, into: &mut Vec<crate::storage::FileOp>) {
+        self.storage.take_file_ops(into);
+    }
+
     /// The counters (with the disk store's, when bodies are kept on disk).
     pub fn counters(&self) -> StoreCounters {
         let mut counters = self.index.counters();

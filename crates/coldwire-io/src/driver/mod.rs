@@ -38,9 +38,11 @@ use bytes::Bytes;
 use crate::core::counters::LoopCounters;
 use crate::core::waker::Waker;
 
+mod file_work;
 mod splice;
 
 use crate::pools::buffer_pool::Buffer;
+pub use file_work::{FileRequest, FileWork};
 pub use splice::{NoSplice, Splice};
 
 /// A connection's identity inside one driver: its slot in the slot table (dense, lowest
@@ -365,6 +367,14 @@ pub trait Driver {
 
     /// A handle other threads use to wake this loop.
     fn waker(&self) -> Waker;
+
+    /// Whether [`Driver::submit_file`] takes file work (a driver with a ring: `--io uring`).
+    fn has_file_ring(&self) -> bool;
+
+    /// Submits file work ([`FileWork`]) as an operation on this loop's ring; its
+    /// `complete` is called by a later [`Driver::wait`]. A driver without a ring hands the
+    /// work back at once (`Err`): the caller performs it elsewhere (a thread).
+    fn submit_file(&mut self, work: Box<dyn FileWork>) -> Result<(), Box<dyn FileWork>>;
 }
 
 #[cfg(test)]

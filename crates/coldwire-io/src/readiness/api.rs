@@ -257,6 +257,17 @@ impl<P: Poller> Driver for ReadinessDriver<P> {
     fn waker(&self) -> Waker {
         self.waker.clone()
     }
+
+    fn has_file_ring(&self) -> bool {
+        false
+    }
+
+    fn submit_file(
+        &mut self,
+        work: Box<dyn crate::driver::FileWork>,
+    ) -> Result<(), Box<dyn crate::driver::FileWork>> {
+        Err(work)
+    }
 }
 
 /// The connect shared by [`Driver::connect`] and [`Driver::connect_from`].

@@ -343,6 +343,18 @@ impl Driver for UringDriver {
     fn waker(&self) -> Waker {
         self.waker.clone()
     }
+
+    fn has_file_ring(&self) -> bool {
+        true
+    }
+
+    fn submit_file(
+        &mut self,
+        work: Box<dyn crate::driver::FileWork>,
+    ) -> Result<(), Box<dyn crate::driver::FileWork>> {
+        self.submit_file_work(work);
+        Ok(())
+    }
 }
 
 /// The connect shared by [`Driver::connect`] and [`Driver::connect_from`].

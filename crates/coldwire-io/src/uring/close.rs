@@ -2,8 +2,9 @@
 //! (FIN sent at once; the receive completes with the end of stream), its other operations
 //! are cancelled, each by its `user_data` (never by descriptor: that walks every armed
 //! request of the ring, see [`UringDriver::cancel_operations`]), and its socket closed with
-//! a `CLOSE` — the socket is released only when no operation holds it. The slot is freed only when no
-//! operation points into its memory (see `driver.rs`). Also the driver's own teardown.
+//! a `CLOSE` — the socket is released only when no operation holds it. The slot is freed
+//! only when no operation points into its memory (see `driver.rs`). Also the driver's own
+//! teardown, which lets file work (`file.rs`) finish before it cancels the rest.
 
 use std::time::{Duration, Instant};
 
@@ -92,11 +93,39 @@ impl UringDriver {
     }
 }
 
+impl UringDriver {
+    /// Waits (bounded) for the file work in flight before the teardown cancels everything:
+    /// a segment write cut short would lose the records its store waits for. Work still in
+    /// flight after the deadline is leaked rather than freed under the kernel.
+    fn finish_file_work(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut reaped = Vec::new();
+        while self.files.busy() && Instant::now() < deadline {
+            if self
+                .ring
+                .submit_and_wait(Some(Duration::from_millis(10)))
+                .is_err()
+            {
+                break;
+            }
+            reaped.clear();
+            self.ring.drain_into(&mut reaped);
+            for entry in &reaped {
+                self.handle(entry);
+            }
+        }
+        if self.files.busy() {
+            std::mem::forget(std::mem::take(&mut self.files));
+        }
+    }
+}
+
 impl Drop for UringDriver {
     /// Cancels every operation and waits (bounded) until no send or file read still points
     /// into connection memory, then closes the descriptors. The ring is dropped before the
     /// receive buffer ring by field order.
     fn drop(&mut self) {
+        self.finish_file_work();
         let entry = opcode::AsyncCancel2::new(CancelBuilder::any())
             .build()
             .user_data(user_data(Kind::Ignored, 0, 0));

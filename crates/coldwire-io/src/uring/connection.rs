@@ -44,6 +44,8 @@ pub enum Kind {
     Shutdown = 8,
     /// An operation of a socket-to-socket transfer (`slot` is its destination's).
     Splice = 9,
+    /// File work (`slot` is its slot in the driver's file table, `file.rs`).
+    File = 10,
 }
 
 impl Kind {
@@ -58,6 +60,7 @@ impl Kind {
             7 => Kind::Ignored,
             8 => Kind::Shutdown,
             9 => Kind::Splice,
+            10 => Kind::File,
             _ => return None,
         })
     }

@@ -21,6 +21,8 @@
 //!   socket-to-socket transfers as `SPLICE`/`TEE` ([`super::splice`]); operations io-wq
 //!   runs look their descriptor up late, so they pin the connection's socket until their
 //!   completion ([`super::connection::Connection::pinned`]);
+//! - file work of another component (the disk store's segment writes and syncs) runs as
+//!   `WRITE` / `FSYNC` operations (`file.rs`);
 //! - where the probe's trial finds no multishot accept or receive, single-shot ones are
 //!   used ([`UringOptions::single_shot`]);
 //! - timers stay in the hashed wheel; the wait's timeout is its next deadline.
@@ -45,6 +47,7 @@ use io_uring::{cqueue, opcode, types};
 
 use super::buffers::BufferRing;
 use super::connection::{CLOSING, Connection, Kind, SendState, decode, user_data};
+use super::file::FileWorks;
 use super::output;
 use super::ring::{Ring, RingOptions};
 use super::splice::Splices;
@@ -154,6 +157,8 @@ pub struct UringDriver {
     pub(super) completions: VecDeque<Completion>,
     /// Socket-to-socket transfers and their pipes.
     pub(super) splices: Splices,
+    /// File work in flight (`file.rs`).
+    pub(super) files: FileWorks,
     pub(super) reaped: Vec<cqueue::Entry>,
     /// Closed connections whose linger for a promised send ran out in this turn (kept for
     /// its allocation).
@@ -210,6 +215,7 @@ impl UringDriver {
             send_pool: Vec::new(),
             completions: VecDeque::new(),
             splices: Splices::new(),
+            files: FileWorks::default(),
             reaped: Vec::with_capacity(1024),
             zombies_due: Vec::new(),
             counters: LoopCounters::default(),
@@ -297,6 +303,7 @@ impl UringDriver {
                 }
             }
             Kind::Shutdown => self.on_shutdown(slot, generation),
+            Kind::File => self.on_file(slot, result),
             Kind::Ignored => {}
         }
     }

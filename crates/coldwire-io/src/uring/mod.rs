@@ -11,6 +11,7 @@ pub mod buffers;
 mod close;
 pub mod connection;
 pub mod driver;
+mod file;
 pub mod output;
 pub mod probe;
 mod receive;

@@ -209,6 +209,8 @@ pub fn probe(needs: Needs) -> io::Result<()> {
             (opcode::Send::CODE, "SEND"),
             (opcode::SendMsg::CODE, "SENDMSG"),
             (opcode::Read::CODE, "READ"),
+            (opcode::Write::CODE, "WRITE"),
+            (opcode::Fsync::CODE, "FSYNC"),
             (opcode::Splice::CODE, "SPLICE"),
             (opcode::Tee::CODE, "TEE"),
             (opcode::Close::CODE, "CLOSE"),

@@ -1,7 +1,8 @@
 //! File output on every driver (`Chunk::File`: `sendfile` on the readiness driver, linked
 //! `SPLICE` pieces on io_uring): ranges arrive exact, consecutive files never mix, and a
 //! file send blocked on a peer that stopped reading ends with its connection; `cold.rs`:
-//! files whose pages are not in the page cache (read ahead off the loop).
+//! files whose pages are not in the page cache (read ahead off the loop). Also file work
+//! (`Driver::submit_file`): ring operations on io_uring, handed back elsewhere.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -175,4 +176,75 @@ fn tempfile() -> std::fs::File {
         .unwrap();
     std::fs::remove_file(&path).unwrap();
     file
+}
+
+/// File work (the disk store's segment writes): a write in two pieces, then a data sync,
+/// each the follow-up of the one before.
+struct Steps {
+    file: Arc<std::fs::File>,
+    bytes: Vec<u8>,
+    step: usize,
+    results: Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+// SAFETY: the work owns its file (kept open) and its bytes (a Vec it never changes) until
+// its last `complete`.
+unsafe impl coldwire_io::FileWork for Steps {
+    fn request(&self) -> coldwire_io::FileRequest {
+        use std::os::fd::AsRawFd;
+        let fd = self.file.as_raw_fd();
+        match self.step {
+            0 => coldwire_io::FileRequest::Write {
+                fd,
+                offset: 0,
+                bytes: self.bytes.as_ptr(),
+                length: 5,
+            },
+            1 => coldwire_io::FileRequest::Write {
+                fd,
+                offset: 5,
+                bytes: self.bytes[5..].as_ptr(),
+                length: (self.bytes.len() - 5) as u32,
+            },
+            _ => coldwire_io::FileRequest::DataSync { fd },
+        }
+    }
+
+    fn complete(
+        mut self: Box<Self>,
+        result: std::io::Result<usize>,
+    ) -> Option<Box<dyn coldwire_io::FileWork>> {
+        self.results.lock().unwrap().push(result.unwrap());
+        self.step += 1;
+        (self.step < 3).then_some(self as Box<dyn coldwire_io::FileWork>)
+    }
+}
+
+pub fn file_work_runs_on_the_ring_or_comes_back<D: Driver>(mut driver: D) {
+    let file = Arc::new(tempfile());
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let work = Box::new(Steps {
+        file: file.clone(),
+        bytes: b"hello ring".to_vec(),
+        step: 0,
+        results: results.clone(),
+    });
+    assert_eq!(driver.has_file_ring(), is_uring_driver(&driver));
+    if !driver.has_file_ring() {
+        assert!(driver.submit_file(work).is_err(), "handed back");
+        return;
+    }
+    assert!(driver.submit_file(work).is_ok());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while results.lock().unwrap().len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "file work never completed"
+        );
+        driver.wait(Some(Duration::from_millis(50))).unwrap();
+    }
+    assert_eq!(*results.lock().unwrap(), [5, 5, 0]);
+    let mut written = String::new();
+    (&*file).read_to_string(&mut written).unwrap();
+    assert_eq!(written, "hello ring");
 }

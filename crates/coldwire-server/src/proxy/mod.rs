@@ -26,6 +26,7 @@ mod cache_range;
 mod client;
 mod collapse;
 pub mod config;
+mod disk_ring;
 mod error;
 mod exchange;
 mod failure;

@@ -86,6 +86,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) limits: super::limit::LimitNotices,
     /// Tunnels spliced in the kernel (`--data-path sockmap`, `sockmap_tunnel.rs`).
     pub(super) kernel: super::sockmap_tunnel::KernelTunnels,
+    /// The disk store's writes on this worker's ring (`--io uring`, `disk_ring.rs`).
+    disk_ring: Option<super::disk_ring::DiskRing>,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -132,7 +134,12 @@ impl<D: Driver> Worker<D> {
             });
         }
         let wall_clock = SystemTime::now();
+        let disk_ring = parts
+            .store
+            .as_ref()
+            .and_then(|store| super::disk_ring::DiskRing::attach(&driver, store));
         Ok(Worker {
+            disk_ring,
             driver,
             peers: Vec::new(),
             pool: Pool::new(config.pool_per_origin),
@@ -173,6 +180,9 @@ impl<D: Driver> Worker<D> {
             self.date.update(self.wall_clock);
             self.handle_completions();
             self.poll_kernel_ends();
+            if let Some(ring) = self.disk_ring.as_mut() {
+                ring.submit(&mut self.driver);
+            }
             if self.drain_deadline.is_none() && self.stop.load(Ordering::Relaxed) {
                 self.start_draining();
             }
@@ -189,6 +199,9 @@ impl<D: Driver> Worker<D> {
                     let _ = log.flush();
                 }
                 self.publish();
+                // The store's thread takes over what this ring has not taken; what is in
+                // flight completes when the driver is dropped.
+                self.disk_ring = None;
                 return Ok(());
             }
         }

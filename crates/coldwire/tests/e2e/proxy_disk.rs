@@ -2,7 +2,8 @@
 //! across a restart (hits byte for byte, the origin not asked again), a `PURGE` that
 //! outlives the restart, concurrent readers of an object being written, `SIGKILL` at random
 //! moments while the proxy fills and evicts (every object served afterwards checked
-//! against the origin's bytes), and a disk that fills up (a small tmpfs: ENOSPC).
+//! against the origin's bytes), and a disk that fills up (a small tmpfs: ENOSPC), with the
+//! segment writes on the store's thread or, on `--io uring`, on the workers' rings.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -147,6 +148,19 @@ pub(crate) fn settle(proxy: &Proxy) -> serde_json::Value {
     }
 }
 
+/// Whether the segment writes were ring operations (all completed once settled: on
+/// `--io uring`) or the store's thread did them (elsewhere, or with `--disk-thread-writes`).
+fn assert_ring_writes(on_ring: bool, disk: &serde_json::Value) {
+    let submitted = disk["ring_writes_submitted"].as_u64().expect("a counter");
+    let completed = disk["ring_writes_completed"].as_u64().expect("a counter");
+    if on_ring {
+        assert!(submitted > 0, "writes on the ring: {disk}");
+    } else {
+        assert_eq!(submitted, 0, "writes on the thread: {disk}");
+    }
+    assert_eq!(submitted, completed, "{disk}");
+}
+
 fn disk_cache_keeps_objects_across_a_restart(backend: &str) {
     let origin = DiskOrigin::start();
     let dir = tempfile::tempdir().expect("a directory");
@@ -165,6 +179,7 @@ fn disk_cache_keeps_objects_across_a_restart(backend: &str) {
         }
         let stats = settle(&proxy);
         assert_eq!(stats["cache"]["disk"]["objects_written"], 12, "{stats}");
+        assert_ring_writes(backend == "uring", &stats["cache"]["disk"]);
         // PURGE reaches the disk too.
         let purged = origin.url(&paths[0]);
         let mut stream = connect(proxy.address);
@@ -323,6 +338,26 @@ impl Drop for Mounted<'_> {
             .arg(self.0)
             .status();
     }
+}
+
+#[test]
+fn disk_thread_writes_keep_uring_writes_on_the_thread() {
+    if !coldwire_io::backend::test_can_run(coldwire_io::Backend::Uring) {
+        return;
+    }
+    let origin = DiskOrigin::start();
+    let dir = tempfile::tempdir().expect("a directory");
+    let proxy = disk_proxy("uring", dir.path(), &["--disk-thread-writes"]);
+    for seed in 0..3 {
+        let path = DiskOrigin::path(seed, 64 << 10);
+        let (status, _, body) = get(proxy.address, &origin.url(&path)).expect("answered");
+        assert_eq!(status, 200);
+        assert!(body == object_bytes(&path));
+    }
+    let stats = settle(&proxy);
+    let disk = &stats["cache"]["disk"];
+    assert_eq!(disk["objects_written"], 3, "{disk}");
+    assert_ring_writes(false, disk);
 }
 
 fn a_full_disk_turns_disk_copies_off_and_the_proxy_keeps_serving(backend: &str) {

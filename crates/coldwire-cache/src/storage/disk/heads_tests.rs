@@ -1,7 +1,8 @@
 //! Tests of head records through the [`Store`]: a `304` that freshens an object on disk
-//! survives a restart (its fields and its freshness), a `HEAD` response that made it stale
-//! too, the newest of several wins, and a head record torn anywhere leaves the object with
-//! its older head — never a wrong one.
+//! survives a restart (its fields and its freshness), written by the store's thread or on
+//! a ring (`--io uring`), a `HEAD` response that made it stale too, the newest of several
+//! wins, and a head record torn anywhere leaves the object with its older head — never a
+//! wrong one.
 
 use std::time::{Duration, SystemTime};
 
@@ -90,6 +91,40 @@ fn a_304_freshening_survives_a_restart_with_its_fields_and_freshness() {
     drop((response, store));
     let store = open(dir.path(), 64 << 20, 1 << 20, 64 << 20);
     assert_eq!(found(&store).fields.get("x-refreshed"), Some(&b"third"[..]));
+}
+
+#[test]
+fn a_head_record_written_on_a_ring_is_counted_once_complete_and_survives_a_restart() {
+    use super::ring_tests::{Mode, attach, settle_on_ring};
+    let dir = tempfile::tempdir().expect("a directory");
+    let body = body_of(KEY, 5000);
+    let t0 = SystemTime::now() - Duration::from_secs(100);
+    {
+        let store = open(dir.path(), 64 << 20, 1 << 20, 64 << 20);
+        let _ring = attach(&store);
+        fill_with(&store, revalidated_fields(), &body, t0);
+        settle_on_ring(&store, Mode::Pieces(usize::MAX));
+        freshen(&store, "on the ring", t0, 10);
+        // In pieces: the head record's write is short at first, counted only once whole.
+        settle_on_ring(&store, Mode::Pieces(16));
+        let disk = store.counters().disk.expect("disk");
+        assert_eq!(disk.objects_written, 1, "{disk:?}");
+        assert_eq!(disk.heads_written, 1, "{disk:?}");
+        assert!(disk.ring_writes_submitted > 2, "{disk:?}");
+        assert_eq!(disk.ring_writes_submitted, disk.ring_writes_completed);
+        assert_eq!(
+            found(&store).fields.get("x-refreshed"),
+            Some(&b"on the ring"[..])
+        );
+    }
+    let store = open(dir.path(), 64 << 20, 1 << 20, 64 << 20);
+    let response = found(&store);
+    assert_eq!(
+        response.fields.get("x-refreshed"),
+        Some(&b"on the ring"[..])
+    );
+    assert_eq!(response.response_time, t0 + Duration::from_secs(10));
+    assert_eq!(served(&store, KEY).expect("served").0, body);
 }
 
 #[test]

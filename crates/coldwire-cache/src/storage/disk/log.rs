@@ -1,49 +1,46 @@
-//! The disk store's I/O thread: takes queued records, packs them into an aggregation buffer
-//! (Traffic Server's idea: many small objects, one write), appends it to the active segment
-//! with one positioned write, then publishes the new records' file ranges; kills dropped
-//! objects in place; starts a new segment when the active one is full and deletes the
-//! oldest when the budget is reached; syncs to disk at most once a second and when a
-//! segment is sealed.
+//! The disk store's I/O thread, the one owner of the log's tail: takes queued records,
+//! packs them into an aggregation buffer (Traffic Server's idea: many small objects, one
+//! write) at the end of the active segment, and turns the buffer into a [`FileOp`]; kills
+//! dropped objects in place; starts a new segment when the active one is full (its header
+//! goes out with its first buffer) and deletes the oldest when the budget is reached; syncs
+//! to disk at most once a second and when a segment is sealed.
 //!
-//! Invariants: the only thread that writes segment files; a record is published (its range
-//! handed to the index) only after the write holding it returned; after a failed write the
-//! segment is sealed (its tail is not trusted) and new records go to a new segment; every
-//! error is counted and logged (the first, then one in a thousand), none ends the thread.
+//! Each operation is *dispatched*: performed here with `pwrite` / `fdatasync` (readiness
+//! backends), or, when workers with a ring have attached (`--io uring`), queued for them:
+//! a worker submits it on its ring and its completion publishes the records
+//! (`op.rs`). The thread then never waits for the disk; several buffers of a segment
+//! may be in flight at once, each at its own offset.
+//!
+//! A head record (`Job::Head`, a `304` freshening) is placed like an object and written in
+//! the same buffer; it publishes nothing. After any I/O error (here or on a ring) and after
+//! a hit that could not read its body, the thread probes which segments can still be read
+//! (`log/health.rs`).
+//!
+//! Invariants: the only thread that places records in segment files; a record is published
+//! (its range handed to the index) only after the write holding it completed; after a
+//! failed write the segment is sealed (its tail is not trusted) and new records go to a new
+//! segment; every error is counted and logged (the first, then one in a thousand), none
+//! ends the thread.
 
 mod health;
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::format::{self, Head, Kind, Lengths};
+use super::format::{self, Head, Kind};
+use super::op::{FileOp, Placed};
 use super::recovery::{Segment, segment_path};
-use super::{Copy, Entry, Job, Shared, lock, unix_seconds};
-use crate::storage::{Body, FileRange, Restored};
+use super::{Job, Shared, lock};
 
 /// Bytes gathered before the buffer is written even though more jobs wait.
 const AGGREGATE: usize = 1 << 20;
 /// How often written data is synced while records keep coming.
 const SYNC_EVERY: Duration = Duration::from_secs(1);
-
-/// A record placed in the buffer, published once the buffer is written.
-struct Placed {
-    seq: u64,
-    key: String,
-    /// The head, for an object indexed only once written (disk only).
-    deferred: Option<Head>,
-    /// A head record, not an object: nothing to publish.
-    head_record: bool,
-    record_offset: u64,
-    lengths: Lengths,
-    /// Bytes reserved in the queue for it.
-    reserved: u64,
-}
 
 /// What a record placed in the buffer is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -59,7 +56,7 @@ enum Placing {
 /// The segment being appended to.
 struct Active {
     segment: Segment,
-    /// Where the buffer goes: bytes already written.
+    /// Where the buffer goes: bytes already placed (written or in flight).
     position: u64,
 }
 
@@ -74,6 +71,8 @@ pub(super) struct Log {
     placed: Vec<Placed>,
     dirty: bool,
     last_sync: Instant,
+    /// The worker whose ring is woken for the next queued operation (round robin).
+    next_lane: usize,
 }
 
 impl Log {
@@ -87,6 +86,7 @@ impl Log {
             placed: Vec::new(),
             dirty: false,
             last_sync: Instant::now(),
+            next_lane: 0,
         }
     }
 
@@ -95,6 +95,14 @@ impl Log {
         let mut jobs = Vec::new();
         loop {
             let stopping = self.wait_for_jobs(&mut jobs);
+            if stopping || !self.shared.on_rings() {
+                // No ring takes operations any more: what was queued for one runs here.
+                let queued: Vec<FileOp> = lock(&self.shared.ring_queue).drain(..).collect();
+                for op in queued {
+                    op.run();
+                }
+            }
+            self.handle_failure();
             let taken = jobs.len() as u64;
             for job in jobs.drain(..) {
                 self.take(job);
@@ -121,7 +129,9 @@ impl Log {
     /// store is stopping and the queue is empty.
     fn wait_for_jobs(&self, jobs: &mut Vec<Job>) -> bool {
         let mut queue = lock(&self.shared.queue);
+        let failed = lock(&self.shared.state).failure.is_some();
         if queue.is_empty()
+            && !failed
             && !self.shared.stop.load(Ordering::Acquire)
             && !self.shared.check_reads.load(Ordering::Acquire)
         {
@@ -167,7 +177,49 @@ impl Log {
                 record_offset,
                 seq,
                 lengths,
-            } => self.kill(&file, record_offset, seq, lengths),
+            } => self.dispatch(FileOp::kill(
+                &self.shared,
+                file,
+                record_offset,
+                seq,
+                lengths,
+            )),
+        }
+    }
+
+    /// Performs `op` here, or queues it for the workers' rings and wakes one of them.
+    fn dispatch(&mut self, mut op: FileOp) {
+        if self.shared.stop.load(Ordering::Acquire) || !self.shared.on_rings() {
+            op.run();
+            self.handle_failure();
+            return;
+        }
+        op.queue_for_ring();
+        lock(&self.shared.ring_queue).push_back(op);
+        self.shared.ring_queued.fetch_add(1, Ordering::Release);
+        self.next_lane = self.shared.wake_lane(self.next_lane);
+    }
+
+    /// A write failed (here or on a ring): its segment is sealed if it is the active one
+    /// (its tail is not trusted), and out of space the oldest segment goes too.
+    fn handle_failure(&mut self) {
+        let Some((segment, full)) = lock(&self.shared.state).failure.take() else {
+            return;
+        };
+        if self
+            .active
+            .as_ref()
+            .is_some_and(|active| active.segment.id == segment)
+        {
+            self.buffer.clear();
+            for record in std::mem::take(&mut self.placed) {
+                self.shared
+                    .drop_object(record.seq, &record.key, record.reserved);
+            }
+            self.seal();
+        }
+        if full {
+            self.delete_oldest();
         }
     }
 
@@ -230,22 +282,12 @@ impl Log {
         });
     }
 
-    /// An object that will not be written: its memory copy stays memory only.
     fn drop_object(&self, seq: u64, key: &str, reserved: u64) {
-        self.shared.release(reserved);
-        self.shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
-        let mut state = lock(&self.shared.state);
-        let removed = state.entries.get_mut(key).and_then(|entries| {
-            let entry = entries.iter_mut().find(|entry| entry.seq == seq)?;
-            entry.copy = Copy::Gone;
-            Some(entry.removed)
-        });
-        if removed == Some(true) {
-            forget(&mut state.entries, key, seq);
-        }
+        self.shared.drop_object(seq, key, reserved);
     }
 
-    /// Writes the buffer at the end of the active segment and publishes what it held.
+    /// Turns the buffer into a write at the end of the active segment (its records are
+    /// published when it completes).
     fn flush(&mut self) {
         if self.buffer.is_empty() {
             return;
@@ -257,112 +299,20 @@ impl Log {
             }
             return;
         };
-        let written = active
-            .segment
-            .file
-            .write_all_at(&self.buffer, active.position);
-        let placed = std::mem::take(&mut self.placed);
-        match written {
-            Ok(()) => {
-                active.position += self.buffer.len() as u64;
-                let counters = &self.shared.counters;
-                counters
-                    .bytes_written
-                    .fetch_add(self.buffer.len() as u64, Ordering::Relaxed);
-                let heads = placed.iter().filter(|record| record.head_record).count() as u64;
-                counters
-                    .objects_written
-                    .fetch_add(placed.len() as u64 - heads, Ordering::Relaxed);
-                counters.heads_written.fetch_add(heads, Ordering::Relaxed);
-                self.dirty = true;
-                let (id, file) = (active.segment.id, active.segment.file.clone());
-                self.buffer.clear();
-                self.publish(placed, id, &file);
-            }
-            Err(error) => {
-                self.buffer.clear();
-                self.failed("write to", &error);
-                for record in placed {
-                    self.drop_object(record.seq, &record.key, record.reserved);
-                }
-                self.seal();
-                if error.kind() == std::io::ErrorKind::StorageFull {
-                    self.delete_oldest();
-                }
-            }
-        }
-    }
-
-    /// Hands the written records' ranges to their entries (or, disk only, to the index).
-    fn publish(&self, placed: Vec<Placed>, segment: u64, file: &Arc<File>) {
-        let mut ready = Vec::new();
-        let mut kills = Vec::new();
-        let mut state = lock(&self.shared.state);
-        for record in placed {
-            state.pending = state.pending.saturating_sub(record.reserved);
-            if record.head_record {
-                continue;
-            }
-            let body_offset = record.record_offset
-                + format::RECORD_HEADER
-                + (record.lengths.key + record.lengths.head) as u64;
-            let range = FileRange {
-                file: file.clone(),
-                offset: body_offset,
-                length: record.lengths.body,
-            };
-            let copy = Copy::At {
-                segment,
-                range: range.clone(),
-                record_offset: record.record_offset,
-                lengths: record.lengths,
-            };
-            if let Some(head) = record.deferred {
-                state
-                    .entries
-                    .entry(record.key.clone())
-                    .or_default()
-                    .push(Entry {
-                        seq: record.seq,
-                        body: Body::File(range.clone()),
-                        copy,
-                        removed: false,
-                    });
-                ready.push(Restored::new(record.key, head, Body::File(range)));
-                continue;
-            }
-            let Some(entry) = state
-                .entries
-                .get_mut(&record.key)
-                .and_then(|entries| entries.iter_mut().find(|entry| entry.seq == record.seq))
-            else {
-                continue;
-            };
-            if entry.removed {
-                kills.push((record.record_offset, record.seq, record.lengths));
-                forget(&mut state.entries, &record.key, record.seq);
-            } else {
-                entry.copy = copy;
-            }
-        }
-        drop(state);
-        for (record_offset, seq, lengths) in kills {
-            self.kill(file, record_offset, seq, lengths);
-        }
-        if !ready.is_empty() {
-            let sink = lock(&self.shared.sink).clone();
-            if let Some(sink) = sink {
-                sink(ready);
-            }
-        }
-    }
-
-    /// Rewrites a record's header as dead: it is never read back.
-    fn kill(&self, file: &File, record_offset: u64, seq: u64, lengths: Lengths) {
-        let header = format::record_header(Kind::Dead, seq, lengths, 0);
-        if let Err(error) = file.write_all_at(&header, record_offset) {
-            self.failed("kill a record in", &error);
-        }
+        let offset = active.position;
+        active.position += self.buffer.len() as u64;
+        active.segment.placed = active.position;
+        self.dirty = true;
+        let buffer = std::mem::replace(&mut self.buffer, self.shared.take_buffer(AGGREGATE * 2));
+        let op = FileOp::records(
+            &self.shared,
+            active.segment.file.clone(),
+            active.segment.id,
+            offset,
+            buffer,
+            std::mem::take(&mut self.placed),
+        );
+        self.dispatch(op);
     }
 
     /// Starts a new segment, deleting the oldest while the budget is passed; false when it
@@ -372,10 +322,15 @@ impl Log {
         let shared = self.shared.clone();
         let config = &shared.config;
         // By bytes, not count: segments written under another --cache-dir-size differ.
+        // Writes still in flight on a ring have not grown their file yet: what was placed
+        // counts.
         let used = |sealed: &VecDeque<Segment>| -> u64 {
             sealed
                 .iter()
-                .map(|segment| segment.file.metadata().map_or(0, |metadata| metadata.len()))
+                .map(|segment| {
+                    let length = segment.file.metadata().map_or(0, |metadata| metadata.len());
+                    length.max(segment.placed)
+                })
                 .sum()
         };
         while !self.sealed.is_empty() && used(&self.sealed) + config.segment_size() > config.size {
@@ -388,27 +343,27 @@ impl Log {
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&path)
-            .and_then(|file| {
-                file.write_all_at(&format::segment_header(id), 0)?;
-                Ok(file)
-            });
+            .open(&path);
         match created {
             Ok(file) => {
+                // The segment's header goes out with its first buffer.
+                self.buffer.clear();
+                self.buffer.extend_from_slice(&format::segment_header(id));
                 self.active = Some(Active {
                     segment: Segment {
                         id,
                         file: Arc::new(file),
                         path,
+                        placed: 0,
                     },
-                    position: format::SEGMENT_HEADER,
+                    position: 0,
                 });
                 self.count_segments();
                 true
             }
             Err(error) => {
                 let _ = std::fs::remove_file(&path);
-                self.failed("create", &error);
+                self.shared.failed("create", &error);
                 if error.kind() == std::io::ErrorKind::StorageFull {
                     self.delete_oldest();
                 }
@@ -417,11 +372,23 @@ impl Log {
         }
     }
 
-    /// Seals the active segment (synced, then kept among the sealed ones).
+    /// Seals the active segment (synced once its writes are done, then kept among the
+    /// sealed ones).
     fn seal(&mut self) {
         if let Some(active) = self.active.take() {
             if self.dirty {
-                self.sync_file(&active.segment.file);
+                let id = active.segment.id;
+                let waits = {
+                    let mut state = lock(&self.shared.state);
+                    let waits = state.in_flight.contains_key(&id);
+                    if waits {
+                        state.sync_when_written.insert(id);
+                    }
+                    waits
+                };
+                if !waits {
+                    self.sync_file(&active.segment.file);
+                }
             }
             self.sealed.push_back(active.segment);
         }
@@ -433,9 +400,17 @@ impl Log {
         let Some(segment) = self.sealed.pop_front() else {
             return;
         };
+        {
+            let mut state = lock(&self.shared.state);
+            // Records of it still being written are dropped when their write completes.
+            state.deleted_through = state.deleted_through.max(segment.id);
+            let deleted_through = state.deleted_through;
+            state.unreadable.retain(|id| *id > deleted_through);
+            state.sync_when_written.remove(&segment.id);
+        }
         self.forget_segment(segment.id);
         if let Err(error) = std::fs::remove_file(&segment.path) {
-            self.failed("delete", &error);
+            self.shared.failed("delete", &error);
         }
         self.shared
             .counters
@@ -454,62 +429,14 @@ impl Log {
 
     fn sync(&mut self) {
         if let Some(active) = self.active.as_ref() {
-            self.sync_file(&active.segment.file);
+            let file = active.segment.file.clone();
+            self.sync_file(&file);
         }
         self.dirty = false;
         self.last_sync = Instant::now();
     }
 
-    fn sync_file(&self, file: &File) {
-        if let Err(error) = file.sync_data() {
-            self.failed("sync", &error);
-        }
-    }
-
-    /// Counts and logs an I/O error, and pauses new disk copies for about two seconds (the disk
-    /// tier is off for the objects stored meanwhile; memory keeps serving). Out of space,
-    /// the oldest segment goes too.
-    fn failed(&self, what: &str, error: &std::io::Error) {
-        let errors = self
-            .shared
-            .counters
-            .io_errors
-            .fetch_add(1, Ordering::Relaxed);
-        count_kind(&self.shared.counters, error);
-        if errors.is_multiple_of(1000) {
-            eprintln!(
-                "coldwire: warning: disk store: cannot {what} a segment in {}: {error} \
-                 (disk copies paused for about 2 s; hits keep being served; {} errors so far)",
-                self.shared.config.dir.display(),
-                errors + 1,
-            );
-        }
-        self.shared
-            .paused_until
-            .store(unix_seconds() + 2, Ordering::Relaxed);
-        self.shared.check_reads.store(true, Ordering::Release);
-    }
-}
-
-/// Counts `error` by its kind (Linux's errno values; the rest is counted as `other`).
-fn count_kind(counters: &super::Counters, error: &std::io::Error) {
-    const EIO: i32 = 5;
-    const ENOSPC: i32 = 28;
-    const EDQUOT: i32 = 122;
-    let counter = match error.raw_os_error() {
-        Some(ENOSPC | EDQUOT) => &counters.io_errors_no_space,
-        Some(EIO) => &counters.io_errors_io,
-        _ => return,
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Takes entry `seq` of `key` out of the map.
-fn forget(entries: &mut std::collections::HashMap<String, Vec<Entry>>, key: &str, seq: u64) {
-    if let Some(list) = entries.get_mut(key) {
-        list.retain(|entry| entry.seq != seq);
-        if list.is_empty() {
-            entries.remove(key);
-        }
+    fn sync_file(&mut self, file: &Arc<File>) {
+        self.dispatch(FileOp::sync(&self.shared, file.clone()));
     }
 }

@@ -5,10 +5,12 @@
 //!   checksummed records (object: key, head, body; tombstone: the sequence number it
 //!   kills). No separate index file: the index is rebuilt at start-up by scanning
 //!   (`recovery.rs`).
-//! - **Writes** happen on one I/O thread (`log.rs`), never on a worker's event loop: a stored
-//!   miss is collected in memory (as the memory store does) and, once finished, queued
-//!   whole; the thread packs queued records into one aggregation buffer and writes it with
-//!   one `pwrite`, then publishes their file ranges. Back-pressure: past
+//! - **Writes** are placed by one I/O thread (`log.rs`), never on a worker's event loop: a
+//!   stored miss is collected in memory (as the memory store does) and, once finished,
+//!   queued whole; the thread packs queued records into one aggregation buffer and turns it
+//!   into one write ([`FileOp`], `op.rs`), performed by the thread itself (`pwrite`) or, on
+//!   `--io uring`, submitted on a worker's ring (`rings.rs`); its completion publishes the
+//!   records' file ranges. Back-pressure: past
 //!   [`DiskConfig::queue_bytes`] of queued bodies, new disk copies are dropped (the response
 //!   is still served and kept in memory when it fits there).
 //! - **Tiers**: a body up to the memory limit is indexed as `Body::Memory` at once and also
@@ -25,18 +27,23 @@
 //!   record naming it ([`heads`]); at recovery the newest one replaces the object's head.
 //!
 //! Invariants: a record's file range is handed out only after the write that holds it
-//! returned; every body the index drops that has a record on disk gets a tombstone, so a
+//! completed; every body the index drops that has a record on disk gets a tombstone, so a
 //! purged, replaced or evicted object never comes back after a restart; nothing here
-//! blocks on the disk except the I/O thread and [`DiskStorage::open`].
+//! blocks on the disk except the I/O thread (when no ring takes its writes) and
+//! [`DiskStorage::open`].
 
 pub mod format;
 pub mod heads;
 mod log;
+mod op;
 mod recovery;
+mod rings;
 
-use std::collections::{HashMap, VecDeque};
+pub use op::{FileOp, FileOpRequest};
+
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
@@ -57,6 +64,9 @@ pub struct DiskConfig {
     pub max_object: u64,
     /// Bytes of bodies queued for the I/O thread at most; past it, disk copies are dropped.
     pub queue_bytes: u64,
+    /// Workers with a ring (`--io uring`) perform the segment writes and syncs as ring
+    /// operations ([`Storage::attach_ring`]); false keeps them on the I/O thread.
+    pub ring_writes: bool,
 }
 
 impl DiskConfig {
@@ -67,6 +77,7 @@ impl DiskConfig {
             size,
             max_object,
             queue_bytes: 64 << 20,
+            ring_writes: true,
         }
     }
 
@@ -88,7 +99,8 @@ pub struct DiskCounters {
     pub bytes_written: u64,
     /// Bytes read (recovery scans).
     pub bytes_read: u64,
-    /// Writes waiting for the I/O thread now.
+    /// Writes waiting now: jobs queued for the I/O thread, and operations queued for or in
+    /// flight on the workers' rings.
     pub queue_depth: u64,
     /// Bytes of bodies waiting for the I/O thread now.
     pub queue_bytes: u64,
@@ -108,6 +120,15 @@ pub struct DiskCounters {
     pub recovered: u64,
     /// Milliseconds the start-up scan took.
     pub recovery_ms: u64,
+    /// Segment writes (records, kills) submitted on the workers' rings (`--io uring`; a
+    /// short write's rest counts again).
+    pub ring_writes_submitted: u64,
+    /// Of those, completed.
+    pub ring_writes_completed: u64,
+    /// Data syncs submitted on the workers' rings.
+    pub ring_syncs_submitted: u64,
+    /// Of those, completed.
+    pub ring_syncs_completed: u64,
 }
 
 /// The disk store's I/O errors by kind (their sum is [`DiskCounters::io_errors`]).
@@ -168,6 +189,17 @@ struct State {
     evictions: Vec<String>,
     /// Bytes of bodies queued or being collected for disk.
     pending: u64,
+    /// Record writes in flight, by segment.
+    in_flight: HashMap<u64, u32>,
+    /// Sealed segments to sync once their writes in flight are done.
+    sync_when_written: HashSet<u64>,
+    /// Segments up to this id are deleted: records written there are dropped.
+    deleted_through: u64,
+    /// Segments (past `deleted_through`) found unreadable and dropped
+    /// (`log/health.rs`): records written there are dropped too.
+    unreadable: HashSet<u64>,
+    /// A record write failed: its segment, and whether the disk is full (for the thread).
+    failure: Option<(u64, bool)>,
 }
 
 /// A piece of work for the I/O thread.
@@ -217,6 +249,15 @@ struct Shared {
     /// Objects found at start-up, handed to the sink when it is attached.
     recovered: Mutex<Vec<Restored>>,
     counters: Counters,
+    /// Workers whose rings take file operations (`rings.rs`), by lane.
+    lanes: Mutex<Vec<Option<rings::Lane>>>,
+    /// Attached lanes.
+    ring_lanes: AtomicUsize,
+    /// Operations waiting for a worker's ring, and how many.
+    ring_queue: Mutex<VecDeque<FileOp>>,
+    ring_queued: AtomicUsize,
+    /// Aggregation buffers for reuse.
+    buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 #[derive(Default)]
@@ -234,6 +275,11 @@ struct Counters {
     segments_evicted: AtomicU64,
     recovered: AtomicU64,
     recovery_ms: AtomicU64,
+    ring_outstanding: AtomicU64,
+    ring_writes_submitted: AtomicU64,
+    ring_writes_completed: AtomicU64,
+    ring_syncs_submitted: AtomicU64,
+    ring_syncs_completed: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -318,6 +364,11 @@ impl DiskStorage {
             sink: Mutex::new(None),
             recovered: Mutex::new(restored),
             counters,
+            lanes: Mutex::new(Vec::new()),
+            ring_lanes: AtomicUsize::new(0),
+            ring_queue: Mutex::new(VecDeque::new()),
+            ring_queued: AtomicUsize::new(0),
+            buffers: Mutex::new(Vec::new()),
         });
         let log = log::Log::new(shared.clone(), recovered.segments, recovered.next_segment);
         let thread = std::thread::Builder::new()
@@ -353,7 +404,7 @@ impl Shared {
             objects_written: load(&counters.objects_written),
             bytes_written: load(&counters.bytes_written),
             bytes_read: load(&counters.bytes_read),
-            queue_depth: load(&counters.queue_depth),
+            queue_depth: load(&counters.queue_depth) + load(&counters.ring_outstanding),
             queue_bytes: lock(&self.state).pending,
             dropped: load(&counters.dropped),
             io_errors: load(&counters.io_errors),
@@ -373,6 +424,10 @@ impl Shared {
             segments_evicted: load(&counters.segments_evicted),
             recovered: load(&counters.recovered),
             recovery_ms: load(&counters.recovery_ms),
+            ring_writes_submitted: load(&counters.ring_writes_submitted),
+            ring_writes_completed: load(&counters.ring_writes_completed),
+            ring_syncs_submitted: load(&counters.ring_syncs_submitted),
+            ring_syncs_completed: load(&counters.ring_syncs_completed),
         }
     }
 
@@ -404,6 +459,67 @@ impl Shared {
         lock(&self.queue).push_back(job);
         self.counters.queue_depth.fetch_add(1, Ordering::Relaxed);
         self.wake.notify_one();
+    }
+
+    /// An object that will not be written: its memory copy stays memory only.
+    fn drop_object(&self, seq: u64, key: &str, reserved: u64) {
+        self.release(reserved);
+        self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        let mut state = lock(&self.state);
+        let removed = state.entries.get_mut(key).and_then(|entries| {
+            let entry = entries.iter_mut().find(|entry| entry.seq == seq)?;
+            entry.copy = Copy::Gone;
+            Some(entry.removed)
+        });
+        if removed == Some(true) {
+            forget(&mut state.entries, key, seq);
+        }
+    }
+
+    /// Counts and logs an I/O error, and pauses new disk copies for about two seconds (the
+    /// disk tier is off for the objects stored meanwhile; memory keeps serving); the I/O
+    /// thread then checks which segments can still be read (`log/health.rs`). Called on the
+    /// I/O thread or on a worker completing a ring operation, never under the queue's lock.
+    fn failed(&self, what: &str, error: &std::io::Error) {
+        let errors = self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+        count_kind(&self.counters, error);
+        if errors.is_multiple_of(1000) {
+            eprintln!(
+                "coldwire: warning: disk store: cannot {what} a segment in {}: {error} \
+                 (disk copies paused for about 2 s; hits keep being served; {} errors so far)",
+                self.config.dir.display(),
+                errors + 1,
+            );
+        }
+        self.paused_until
+            .store(unix_seconds() + 2, Ordering::Relaxed);
+        self.check_reads.store(true, Ordering::Release);
+        // Under the queue's lock, so the I/O thread cannot miss the wake-up.
+        let _queue = lock(&self.queue);
+        self.wake.notify_one();
+    }
+}
+
+/// Counts `error` by its kind (Linux's errno values; the rest is counted as `other`).
+fn count_kind(counters: &Counters, error: &std::io::Error) {
+    const EIO: i32 = 5;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    let counter = match error.raw_os_error() {
+        Some(ENOSPC | EDQUOT) => &counters.io_errors_no_space,
+        Some(EIO) => &counters.io_errors_io,
+        _ => return,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Takes entry `seq` of `key` out of the map.
+fn forget(entries: &mut HashMap<String, Vec<Entry>>, key: &str, seq: u64) {
+    if let Some(list) = entries.get_mut(key) {
+        list.retain(|entry| entry.seq != seq);
+        if list.is_empty() {
+            entries.remove(key);
+        }
     }
 }
 
@@ -684,8 +800,25 @@ impl Storage for DiskStorage {
     fn disk_counters(&self) -> Option<DiskCounters> {
         Some(self.shared.counters())
     }
+
+    fn attach_ring(&self, wake: super::RingWake) -> Option<usize> {
+        if !self.shared.config.ring_writes {
+            return None;
+        }
+        Some(self.shared.attach_lane(wake))
+    }
+
+    fn detach_ring(&self, lane: usize) {
+        self.shared.detach_lane(lane);
+    }
+
+    fn take_file_ops(&self, into: &mut Vec<FileOp>) {
+        self.shared.take_ring_ops(into);
+    }
 }
 
+#[cfg(test)]
+mod ring_tests;
 #[cfg(test)]
 mod tests;
 

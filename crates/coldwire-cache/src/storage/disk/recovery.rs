@@ -25,6 +25,9 @@ pub(super) struct Segment {
     pub id: u64,
     pub file: Arc<File>,
     pub path: PathBuf,
+    /// Bytes placed in it by this process (written or, on a ring, still in flight; 0 for
+    /// a segment found at start-up): its size counts as at least this much.
+    pub placed: u64,
 }
 
 /// An object found intact.
@@ -200,7 +203,12 @@ fn scan_segment(dir: &Path, id: u64) -> std::io::Result<ScannedSegment> {
         });
     }
     Ok(ScannedSegment {
-        segment: Segment { id, file, path },
+        segment: Segment {
+            id,
+            file,
+            path,
+            placed: 0,
+        },
         objects,
         heads,
         bytes_read: bytes.len() as u64,

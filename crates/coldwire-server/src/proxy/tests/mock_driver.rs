@@ -292,4 +292,15 @@ impl Driver for MockDriver {
     fn waker(&self) -> Waker {
         self.waker.clone()
     }
+
+    fn has_file_ring(&self) -> bool {
+        false
+    }
+
+    fn submit_file(
+        &mut self,
+        work: Box<dyn coldwire_io::FileWork>,
+    ) -> Result<(), Box<dyn coldwire_io::FileWork>> {
+        Err(work)
+    }
 }

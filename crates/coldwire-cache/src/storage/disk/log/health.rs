@@ -13,7 +13,8 @@
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 
-use super::{Copy, Log, count_kind, lock};
+use super::super::{Copy, count_kind, lock};
+use super::Log;
 
 impl Log {
     /// Drops the segments that cannot be read any more (see the module docs).
@@ -41,6 +42,14 @@ impl Log {
         }
         if unreadable.is_empty() {
             return;
+        }
+        {
+            // Writes of theirs still in flight (on a ring) publish nothing when they complete.
+            let mut state = lock(&self.shared.state);
+            for (id, _) in &unreadable {
+                state.unreadable.insert(*id);
+                state.sync_when_written.remove(id);
+            }
         }
         let counters = &self.shared.counters;
         for (id, error) in &unreadable {
