@@ -81,8 +81,8 @@ pub enum DataPathArg {
     Copy,
     /// splice(2) through pooled pipes for bodies (or chunks) of at least --splice-threshold.
     Splice,
-    /// As splice, and the rest of a Content-Length body that is not stored (64 KiB or
-    /// more) is handed to the kernel whole through a BPF sockmap (readiness backends;
+    /// As splice, and the rest of a body with a Content-Length of 64 KiB or more that is
+    /// not stored is handed to the kernel whole through a BPF sockmap (readiness backends;
     /// docs/sockmap.md).
     Sockmap,
 }

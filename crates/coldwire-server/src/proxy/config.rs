@@ -35,9 +35,10 @@ pub enum DataPath {
     /// tunnels; a cacheable body keeps its copy with tee(2). Falls back to copying on
     /// drivers without splice.
     Splice,
-    /// As `Splice`, but the rest of a `Content-Length` body that is not being stored (and
-    /// at least 64 KiB) is handed to the kernel whole through a BPF sockmap, on drivers
-    /// that offer it (readiness backends); see `sockmap_body.rs` and docs/sockmap.md.
+    /// As `Splice`, but the rest of a body that is not being stored and whose
+    /// `Content-Length` is at least 64 KiB is handed to the kernel whole through a BPF
+    /// sockmap, on drivers that offer it (readiness backends); see `sockmap_body.rs` and
+    /// docs/sockmap.md.
     Sockmap,
 }
 
