@@ -82,7 +82,8 @@ pub enum DataPathArg {
     /// splice(2) through pooled pipes for bodies (or chunks) of at least --splice-threshold.
     Splice,
     /// CONNECT tunnels spliced inside the kernel by a BPF sockmap, and the rest of a
-    /// Content-Length body that is not stored (64 KiB or more) handed to the kernel whole
+    /// Content-Length body that is not stored (Content-Length
+    /// 64 KiB or more) handed to the kernel whole
     /// (readiness backends; docs/sockmap.md); otherwise as splice. Falls back to splice
     /// with a warning where refused.
     Sockmap,

@@ -195,13 +195,12 @@ impl<P: Poller> ReadinessDriver<P> {
         if !self.completions.is_empty() || !self.listeners_ready.is_empty() {
             return Some(Duration::ZERO);
         }
-        let deadlines = [self.timers.next_deadline(), self.accepting.resumes_at()];
-        let timeout = until_earliest(requested, self.now, deadlines);
-        if self.kernel_bodies.is_busy() {
-            let interval = sockmap_body::POLL_INTERVAL;
-            return Some(timeout.map_or(interval, |timeout| timeout.min(interval)));
-        }
-        timeout
+        let deadlines = [
+            self.timers.next_deadline(),
+            self.accepting.resumes_at(),
+            self.kernel_bodies.next_look(),
+        ];
+        until_earliest(requested, self.now, deadlines)
     }
 
     /// One loop turn: waits for readiness and performs what became possible, accepts, and

@@ -8,9 +8,11 @@
 //! upstream ends early, `BrokenPipe` when the client goes away).
 //!
 //! Nothing in the kernel wakes the loop when the body is complete (the upstream is
-//! usually silent after it, waiting for the next request), so while transfers run the
-//! loop waits at most [`POLL_INTERVAL`] and looks at each one every turn: a map lookup,
-//! a `TCP_INFO` and a `TIOCOUTQ`. The sockmap is created on first use; if the kernel
+//! usually silent after it, waiting for the next request), so the driver looks at each
+//! transfer on a timer of its own (a map lookup, a `TCP_INFO` and a `TIOCOUTQ`): first
+//! after [`FIRST_LOOK`], then after a quarter of the time the transfer has run so far,
+//! at most [`LONGEST_LOOK`] — a long body is looked at a few dozen times, and its end is
+//! noticed at most a quarter of its duration late. The sockmap is created on first use; if the kernel
 //! refuses it, every call is refused and callers fall back (to a pipe splice).
 //!
 //! Invariants: while a transfer runs nobody receives from its source or queues output on
@@ -20,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{MAY_READ, MAY_WRITE, ReadinessDriver};
 use crate::core::generations::current;
@@ -29,8 +31,10 @@ use crate::driver::{Completion, ConnectionId};
 use crate::poller::Poller;
 use crate::sockmap::{BodySockmap, BodyState, BodyTransfer};
 
-/// Longest wait of a loop turn while a kernel transfer runs.
-pub(super) const POLL_INTERVAL: Duration = Duration::from_millis(1);
+/// When a transfer is first looked at after its start.
+const FIRST_LOOK: Duration = Duration::from_millis(1);
+/// The longest time between two looks at a transfer.
+const LONGEST_LOOK: Duration = Duration::from_millis(16);
 
 /// Concurrent kernel transfers one driver's maps hold.
 const CAPACITY: u32 = 4096;
@@ -39,6 +43,8 @@ struct Running {
     source: ConnectionId,
     destination: ConnectionId,
     transfer: BodyTransfer,
+    started: Instant,
+    next_look: Instant,
 }
 
 /// The kernel transfers of one driver, keyed by destination slot.
@@ -52,9 +58,14 @@ pub(super) struct KernelBodies {
 }
 
 impl KernelBodies {
-    /// Whether any transfer runs (the loop then polls every [`POLL_INTERVAL`]).
+    /// Whether any transfer runs.
     pub(super) fn is_busy(&self) -> bool {
         !self.running.is_empty()
+    }
+
+    /// When the next transfer is due to be looked at.
+    pub(super) fn next_look(&self) -> Option<Instant> {
+        self.running.values().map(|running| running.next_look).min()
     }
 
     fn sockmap(&mut self) -> io::Result<&BodySockmap> {
@@ -120,12 +131,15 @@ impl<P: Poller> ReadinessDriver<P> {
         self.kernel_bodies
             .sources
             .insert(source.slot, destination.slot);
+        let now = Instant::now();
         self.kernel_bodies.running.insert(
             destination.slot,
             Running {
                 source,
                 destination,
                 transfer,
+                started: now,
+                next_look: now + FIRST_LOOK,
             },
         );
         self.counters.kernel_bodies += 1;
@@ -133,14 +147,26 @@ impl<P: Poller> ReadinessDriver<P> {
         Ok(())
     }
 
-    /// Looks at every running kernel transfer (once per loop turn).
+    /// Looks at the running kernel transfers that are due (once per loop turn).
     pub(super) fn poll_kernel_bodies(&mut self) {
         if !self.kernel_bodies.is_busy() {
             return;
         }
-        let slots: Vec<u32> = self.kernel_bodies.running.keys().copied().collect();
-        for slot in slots {
+        let now = self.now;
+        let due: Vec<u32> = self
+            .kernel_bodies
+            .running
+            .iter()
+            .filter(|(_, running)| running.next_look <= now)
+            .map(|(slot, _)| *slot)
+            .collect();
+        for slot in due {
             self.poll_kernel_body(slot);
+            if let Some(running) = self.kernel_bodies.running.get_mut(&slot) {
+                let wait = (now.saturating_duration_since(running.started) / 4)
+                    .clamp(FIRST_LOOK, LONGEST_LOOK);
+                running.next_look = now + wait;
+            }
         }
     }
 

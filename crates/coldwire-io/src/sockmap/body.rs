@@ -256,13 +256,15 @@ impl BodySockmap {
         }
         let source_state = tcp_state(transfer.source)?;
         if value.remaining > 0 && source_state != TCP_ESTABLISHED {
-            // The upstream sent its end: the body is short once every byte it sent has
-            // been parsed and written out. (A FIN counts one in `tcpi_bytes_received`.)
+            // The upstream sent its end (a FIN counts one in `tcpi_bytes_received`): the
+            // body is short if fewer bytes came than it needs, and reported so once every
+            // whole message redirected is written out. (Bytes a parser cut too long holds
+            // back — see the doc of the parser — never come out: the body is short anyway.)
             let fin = u64::from(TCP_FIN_RECEIVED.contains(&source_state));
             let received = bytes_received(transfer.source)?
                 .saturating_sub(transfer.consumed_before)
                 .saturating_sub(fin);
-            if value.redirected >= received && delivered >= value.redirected {
+            if received < transfer.length && delivered >= value.redirected {
                 return Ok(BodyState::Truncated);
             }
         }

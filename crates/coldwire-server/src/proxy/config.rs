@@ -37,8 +37,8 @@ pub enum DataPath {
     Splice,
     /// CONNECT tunnels spliced inside the kernel by a BPF sockmap after the `200` (no
     /// system call per chunk; docs/sockmap.md); response bodies as with `Splice`, except
-    /// that the rest of a `Content-Length` body that is not being stored (and at least
-    /// 64 KiB) is handed to the kernel whole, on drivers that offer it (readiness
+    /// that the rest of a `Content-Length` body that is not being stored (its
+    /// `Content-Length` at least 64 KiB) is handed to the kernel whole, on drivers that offer it (readiness
     /// backends; `sockmap_body.rs`). Falls back to `Splice` (see
     /// [`ProxyConfig::sockmap_refused`]).
     Sockmap,

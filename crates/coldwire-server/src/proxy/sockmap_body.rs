@@ -1,6 +1,6 @@
 //! Phase 7, body (in the kernel): with `--data-path sockmap`, the rest of a
-//! `Content-Length` body that is not being stored and is at least
-//! [`SOCKMAP_BODY_THRESHOLD`] long is handed to the kernel whole
+//! body whose `Content-Length` is at least [`SOCKMAP_BODY_THRESHOLD`] and that is not being
+//! stored is handed to the kernel whole
 //! (`Splice::splice_in_kernel`, a BPF sockmap with a stream parser): the origin's next
 //! `remaining` bytes go out of the client socket without waking the proxy, then both
 //! connections are the proxy's again for the next request and response (keep-alive on
@@ -20,9 +20,9 @@ use coldwire_io::{ConnectionId, Driver, Splice};
 use super::config::DataPath;
 use super::worker::Worker;
 
-/// The shortest body rest handed to the kernel: below it the sockmap's fixed costs (four
-/// map updates and three deletions, the polling of the transfer) outweigh what it saves
-/// over a pipe splice (results/2026-11-27-vm/sockmap-bodies/).
+/// The shortest `Content-Length` whose rest is handed to the kernel: below it the sockmap's
+/// fixed costs (three map updates and three deletions, the polling of the transfer)
+/// outweigh what it saves over a pipe splice (results/2026-11-27-vm/sockmap-bodies/).
 pub(super) const SOCKMAP_BODY_THRESHOLD: u64 = 64 * 1024;
 
 impl<D: Driver> Worker<D> {
@@ -39,9 +39,9 @@ impl<D: Driver> Worker<D> {
     ) -> io::Result<()> {
         let splicer = self.driver.splicer()?;
         let in_kernel = self.config.data_path == DataPath::Sockmap
-            && matches!(framing, ResponseFraming::Length(_))
+            && matches!(framing, ResponseFraming::Length(total) if total >= SOCKMAP_BODY_THRESHOLD)
             && !keep_copy
-            && length >= SOCKMAP_BODY_THRESHOLD;
+            && length > 0;
         if in_kernel && splicer.splice_in_kernel(origin, client, length).is_ok() {
             return Ok(());
         }
