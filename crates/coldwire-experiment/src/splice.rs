@@ -28,8 +28,10 @@ use coldwire_report::{ExperimentRecord, Scale, Table};
 use serde::{Deserialize, Serialize};
 
 mod response;
+mod tunnels;
 
 use response::{ResponseParameters, response_curves, summarise_response};
+use tunnels::{TunnelParameters, run_tunnels};
 
 use crate::RunContext;
 use crate::figures::{axis, figure, machine_load_warning, median, series, short, thousands};
@@ -57,6 +59,9 @@ struct Parameters {
     response: ResponseParameters,
     #[serde(default)]
     pinning: Option<Pinning>,
+    /// CONNECT tunnels by data path, copy vs splice vs sockmap (part three, `tunnels.rs`).
+    #[serde(default)]
+    tunnels: Option<TunnelParameters>,
 }
 
 /// `coldwire proxy` flags of a data path: "+store" and "+tee" store every response (each
@@ -142,11 +147,13 @@ fn seed_reduction(size: u64) -> Option<&'static str> {
 /// Runs the experiment.
 pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     let parameters: Parameters = context.parameters()?;
+    let responses =
+        !parameters.object_bytes.is_empty() || !parameters.response.object_bytes.is_empty();
     anyhow::ensure!(
-        !parameters.object_bytes.is_empty()
-            && !parameters.paths.is_empty()
-            && parameters.rate > 0.0,
-        "the scenario needs object sizes, data paths and a positive rate"
+        (parameters.object_bytes.is_empty()
+            || (!parameters.paths.is_empty() && parameters.rate > 0.0))
+            && (responses || parameters.tunnels.is_some()),
+        "the scenario needs object sizes, data paths and a positive rate (or only [tunnels])"
     );
     for path in parameters.paths.iter().chain(&parameters.response.paths) {
         path_flags(path)?;
@@ -242,7 +249,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         &mut warnings,
     );
     anyhow::ensure!(
-        !points.is_empty() || !curves.is_empty(),
+        !responses || !points.is_empty() || !curves.is_empty(),
         "no point could be measured: {}",
         warnings.join("; ")
     );
@@ -274,8 +281,28 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     );
     record.parameters = serde_json::to_value(&parameters)?;
     record.raw_files = raw_files;
-    summarise_cpu(&mut record, &parameters, &points);
+    if !points.is_empty() {
+        summarise_cpu(&mut record, &parameters, &points);
+    }
     summarise_response(&mut record, &curves);
+    if let Some(tunnels) = &parameters.tunnels {
+        record.description.push_str(&format!(
+            " CONNECT tunnels (part three): coldwire proxy as a forward proxy (one worker, --io epoll, pinned \
+             like the reverse proxy) with data paths {}, tunnels of {} from an in-process origin to \
+             in-process clients on the generator CPU; proxy CPU per MiB (schedstat) at {} MiB/s offered \
+             (at most {} tunnels/s) and at saturation ({} clients back to back), {} s after {} s of \
+             warm-up, {} round(s), the paths interleaved (order rotated per round), a fresh proxy per point.",
+            tunnels.paths.join(", "),
+            tunnels.object_bytes.iter().map(|size| size_name(*size)).collect::<Vec<_>>().join(", "),
+            tunnels.rate_mib,
+            tunnels.max_tunnels_per_second,
+            tunnels.saturation_clients,
+            tunnels.duration,
+            tunnels.warmup,
+            tunnels.rounds,
+        ));
+        run_tunnels(context, tunnels, pinning, &mut record, &mut warnings)?;
+    }
     record.warnings = warnings;
     Ok(record)
 }

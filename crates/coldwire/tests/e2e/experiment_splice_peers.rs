@@ -143,6 +143,19 @@ fn quick_splice_has_a_line_per_data_path_and_a_point_per_size() {
         "findings give the splice/copy ratio: {}",
         record["findings"]
     );
+    // Part three: CONNECT tunnels, copy vs sockmap (spliced in the kernel).
+    let tunnels = figure(&record, "tunnel-cpu-per-mib-fixed").expect("a tunnel CPU figure");
+    assert_eq!(series_names(tunnels), ["copy", "sockmap"]);
+    for line in tunnels["series"].as_array().unwrap() {
+        for point in line["points"].as_array().unwrap() {
+            assert!(
+                point["y"].as_f64().unwrap() > 0.0,
+                "tunnel CPU was measured: {point}"
+            );
+        }
+    }
+    let ratio = figure(&record, "tunnel-ratio-saturation").expect("a tunnel ratio figure");
+    assert_eq!(series_names(ratio), ["sockmap / copy"]);
     assert_raw_files_exist(&record, &dir);
     assert!(dir.join("figures/cpu-per-request.svg").is_file());
 }
