@@ -73,8 +73,8 @@ pub(crate) struct Parameters {
     #[serde(default = "default_saturation_cpu")]
     pub saturation_cpu: f64,
     /// … or when its hit or miss mean response time exceeds this multiple of its value
-    /// at the first rung and by 100 ms (or under 90% of the offered rate is answered, or
-    /// over 1% fails).
+    /// at the first rung and by 100 ms (or under 90% of the offered rate, and 10
+    /// requests/s less, is answered, or over 1% fails).
     #[serde(default = "default_breakdown")]
     pub breakdown: f64,
     #[serde(default)]

@@ -32,7 +32,7 @@ pub(crate) fn description(
          request rates {} per second, every configuration measured at one rung (order reversed on every other \
          rung) before the next; a configuration stops climbing when its proxy uses {}% of its core or more \
          (saturated), when its hit or miss mean response time passes {}× its value at the first rung, when under \
-         90% of the offered rate is answered or over 1% fails. Scaled to this machine: two cores, one for the \
+         90% of the offered rate (and 10 requests/s less) is answered or over 1% fails. Scaled to this machine: two cores, one for the \
          proxy and one shared by the generator, the origins and the relays; 20,000 descriptors per process, and \
          a robot holds about one connection to the proxy (up to four), the proxy one more per miss in flight \
          (rate × 50% × ~2.7 s), so the ladder stops well below the descriptor limit; the generator's core, not \

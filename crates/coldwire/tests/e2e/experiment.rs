@@ -435,12 +435,13 @@ fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
         .filter(|name| !name.starts_with("squid"))
         .collect();
     assert_eq!(coldwire, ["epoll (memory)", "epoll (disk)"]);
-    if names.len() > 2 {
-        assert_eq!(
-            &names[2..],
-            ["squid (memory)", "squid (disk: rock)"],
-            "{names:?}"
-        );
+    let squid: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| name.starts_with("squid"))
+        .collect();
+    if !squid.is_empty() {
+        assert_eq!(squid, ["squid (memory)", "squid (disk: rock)"], "{names:?}");
     } else {
         let warnings = record["warnings"].to_string();
         assert!(
@@ -489,7 +490,8 @@ fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
     }
     let table = &record["tables"][0];
     for row in table["rows"].as_array().unwrap() {
-        let ratios = row[7].as_str().unwrap();
+        // configuration, robots, offered, achieved, CPU, µs, hit, miss, then the ratios.
+        let ratios = row[8].as_str().unwrap();
         assert!(ratios.contains('%') && !ratios.contains('–'), "{row}");
     }
     assert!(!record["findings"].as_array().unwrap().is_empty());
