@@ -4,8 +4,8 @@
 //! them", as seed 001's replayers did — so the number of simultaneous connections is the
 //! experiment's variable, not the log's pace.
 //!
-//! The trace's connections (the [`ConnectionRule`]'s: a client's requests within the idle
-//! gap, at most the request limit) are taken in order of their first logged request from
+//! The trace's connections (the [`coldwire_workload::trace::ConnectionRule`]'s: a
+//! client's requests within the idle gap, at most the request limit) are taken in order of their first logged request from
 //! one shared cursor: a user replays one whole logged connection on one TCP connection
 //! (its last request asks `Connection: close`), then takes the next one from the cursor,
 //! and the cursor starts the trace again when it reaches the end (a run lasts its
