@@ -183,6 +183,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             }
         }
     } else {
+        warnings.push(
+            "namespace = false: servers run on loopback, and their TCP segment counts include the generator's \
+             and the relay's (each segment counted out by its sender and in by its receiver)"
+                .to_owned(),
+        );
         None
     };
     let site = Site {
