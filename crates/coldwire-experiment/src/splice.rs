@@ -286,9 +286,15 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     }
     summarise_response(&mut record, &curves);
     if let Some(tunnels) = &parameters.tunnels {
+        if !responses {
+            // A run of the tunnel part alone: its own title, no word of the others.
+            record.title =
+                "Proxy CPU per MiB of CONNECT tunnels: copy vs splice vs sockmap".to_owned();
+            record.description.clear();
+        }
         record.description.push_str(&format!(
-            " CONNECT tunnels (part three): coldwire proxy as a forward proxy (one worker, --io epoll, pinned \
-             like the reverse proxy) with data paths {}, tunnels of {} from an in-process origin to \
+            " CONNECT tunnels (part three): coldwire proxy as a forward proxy (one worker, --io epoll, on the \
+             server CPU) with data paths {}, tunnels of {} from an in-process origin to \
              in-process clients on the generator CPU; proxy CPU per MiB (schedstat) at {} MiB/s offered \
              (at most {} tunnels/s) and at saturation ({} clients back to back), {} s after {} s of \
              warm-up, {} round(s), the paths interleaved (order rotated per round), a fresh proxy per point.",
@@ -301,6 +307,7 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             tunnels.warmup,
             tunnels.rounds,
         ));
+        record.description = record.description.trim_start().to_owned();
         run_tunnels(context, tunnels, pinning, &mut record, &mut warnings)?;
     }
     record.warnings = warnings;

@@ -319,7 +319,12 @@ impl<P: Poller> ReadinessDriver<P> {
                 }
             }
             if transfer.in_pipe > 0 && destination_flags & MAY_WRITE != 0 {
-                let more = transfer.remaining > 0 && !transfer.state.source_ended;
+                // `MSG_MORE` only while a bounded transfer (a body) has bytes to come: on an
+                // unbounded one (a tunnel) a short write, such as a TLS ClientHello, would
+                // wait for TCP's 200 ms cork timer.
+                let more = transfer.remaining != UNTIL_END
+                    && transfer.remaining > 0
+                    && !transfer.state.source_ended;
                 self.counters.send_calls += 1;
                 match splice(transfer.pipe.read, destination_fd, transfer.in_pipe, more) {
                     Ok(moved) => {

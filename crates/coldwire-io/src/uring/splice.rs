@@ -387,7 +387,9 @@ impl UringDriver {
         let Some((transfer, fd)) = self.step_to_destination(destination_slot, Step::Out) else {
             return;
         };
-        let more = transfer.remaining > 0;
+        // Never on an unbounded transfer (a tunnel): a short write would wait for TCP's
+        // 200 ms cork timer.
+        let more = transfer.remaining != UNTIL_END && transfer.remaining > 0;
         let entry = opcode::Splice::new(
             types::Fd(transfer.pipe.read),
             -1,

@@ -117,12 +117,13 @@ pub(super) fn connect_is_limited_to_allowed_ports(backend: &str) {
     }
 }
 
-/// `--idle-timeout` on CONNECT tunnels, copied and spliced: a tunnel with traffic every
-/// 300 ms outlives several 1 s timeouts; one silent both ways is closed by the proxy.
+/// `--idle-timeout` on CONNECT tunnels, copied, spliced and spliced in the kernel
+/// (sockmap: the program's byte counters say whether it moved): a tunnel with traffic
+/// every 300 ms outlives several 1 s timeouts; one silent both ways is closed by the proxy.
 pub(super) fn silent_tunnels_are_closed_and_active_ones_kept(backend: &str) {
     let echo = start_echo_server();
     let port = echo.port().to_string();
-    for data_path in ["copy", "splice"] {
+    for data_path in ["copy", "splice", "sockmap"] {
         let proxy = Proxy::start(
             backend,
             &[
