@@ -1,0 +1,193 @@
+//! Tests of the second chance (`log/evacuate.rs`) with small segments: a disk-only object
+//! hit since it was written survives the deletion of its segment byte for byte (also
+//! after a restart), one never hit is evicted, at most a quarter of a segment is
+//! re-appended per deletion, and a re-appended record torn by a crash falls back to the
+//! old copy (or nothing), never to wrong bytes; of two intact copies the newer wins.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::DiskConfig;
+use super::format;
+use super::tests::{body_of, fill, open, served, settle};
+use crate::storage::Body;
+use crate::store::{Lookup, Store};
+
+/// 2 MiB on disk: 16 segments of 128 KiB; objects of 20 KiB, disk only (memory takes none).
+const DISK: u64 = 2 << 20;
+const OBJECT: usize = 20 << 10;
+/// Memory for the index (metadata only): all of it stays indexed while on disk.
+const MEMORY: u64 = 4 << 20;
+
+fn segment_size() -> u64 {
+    DiskConfig::new("/", DISK, 1 << 20).segment_size()
+}
+
+fn disk(store: &Store) -> super::DiskCounters {
+    store.counters().disk.expect("a disk store")
+}
+
+/// The inode of the file `key`'s body is served from (not marking it hit: no lookup).
+fn file_of(store: &Store, key: &str) -> Option<(u64, u64)> {
+    let Lookup::Found(response) = store.lookup(key, |_| Vec::new()) else {
+        return None;
+    };
+    let Body::File(range) = &response.body else {
+        return None;
+    };
+    let metadata = range.file.metadata().expect("stat");
+    Some((metadata.ino(), metadata.nlink()))
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("listed")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn a_hit_object_survives_its_segment_and_one_never_hit_is_evicted() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let (hot, cold) = ("http://o/hot", "http://o/cold");
+    {
+        let store = open(dir.path(), MEMORY, 0, DISK);
+        assert!(fill(&store, hot, &body_of(hot, OBJECT)));
+        assert!(fill(&store, cold, &body_of(cold, OBJECT)));
+        settle(&store);
+        // Three times round the whole store; the hot object is hit now and then.
+        for n in 0..300 {
+            let key = format!("http://o/{n}");
+            assert!(fill(&store, &key, &body_of(&key, OBJECT)));
+            settle(&store);
+            if n % 20 == 0 {
+                let (bytes, on_disk) = served(&store, hot).expect("the hot object stays");
+                assert!(on_disk);
+                assert_eq!(bytes, body_of(hot, OBJECT), "after {n} fills");
+            }
+        }
+        let counters = disk(&store);
+        assert!(counters.segments_evicted > 16, "{counters:?}");
+        assert!(counters.evacuated >= 3, "{counters:?}");
+        assert!(counters.evacuated_bytes >= counters.evacuated * OBJECT as u64);
+        assert!(served(&store, cold).is_none(), "never hit: evicted");
+        let (_, links) = file_of(&store, hot).expect("kept");
+        assert!(links > 0, "served from a segment still on disk");
+    }
+    let store = open(dir.path(), MEMORY, 0, DISK);
+    let (bytes, on_disk) = served(&store, hot).expect("kept across a restart");
+    assert!(on_disk);
+    assert_eq!(bytes, body_of(hot, OBJECT));
+    assert!(served(&store, cold).is_none());
+}
+
+#[test]
+fn at_most_a_quarter_of_a_segment_is_re_appended_per_deletion() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let store = open(dir.path(), MEMORY, 0, DISK);
+    let keys: Vec<String> = (0..200).map(|n| format!("http://o/{n}")).collect();
+    for key in &keys {
+        assert!(fill(&store, key, &body_of(key, OBJECT)));
+        settle(&store);
+        // Every object is hit once, as soon as it is written.
+        assert!(served(&store, key).is_some());
+    }
+    let counters = disk(&store);
+    assert!(counters.segments_evicted > 0, "{counters:?}");
+    assert!(counters.evacuated > 0, "{counters:?}");
+    assert!(
+        counters.evacuated_bytes <= counters.segments_evicted * segment_size() / 4,
+        "{counters:?}"
+    );
+    // Objects hit once only do not all survive: the rest of each segment was dropped.
+    assert!(fill(&store, "http://o/last", b"x"));
+    let kept = keys
+        .iter()
+        .filter(|key| served(&store, key).is_some())
+        .count();
+    let fits = (DISK / OBJECT as u64) as usize;
+    assert!(kept < fits, "{kept} kept of {fits} that fit");
+    for key in &keys {
+        if let Some((bytes, _)) = served(&store, key) {
+            assert_eq!(bytes, body_of(key, OBJECT), "{key}");
+        }
+    }
+}
+
+#[test]
+fn a_torn_re_appended_record_falls_back_to_the_old_copy_never_to_wrong_bytes() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let hot = "http://o/hot";
+    let body = body_of(hot, OBJECT);
+    let first = dir.path().join(format!("{:016x}.cws", 1));
+    let backup = tempfile::NamedTempFile::new().expect("a file");
+    {
+        let store = open(dir.path(), MEMORY, 0, DISK);
+        assert!(fill(&store, hot, &body));
+        settle(&store);
+        let mut n = 0;
+        while disk(&store).evacuated == 0 {
+            let key = format!("http://o/{n}");
+            assert!(fill(&store, &key, &body_of(&key, OBJECT)));
+            settle(&store);
+            if n == 0 {
+                assert!(served(&store, hot).is_some(), "hit once");
+            }
+            if disk(&store).segments == 2 && backup.as_file().metadata().expect("stat").len() == 0 {
+                // The first segment, sealed: what a crash before its deletion leaves.
+                std::fs::copy(&first, backup.path()).expect("copied");
+            }
+            n += 1;
+            assert!(n < 1000, "never evacuated");
+        }
+        settle(&store);
+    }
+    // The segment holding the re-appended copy: the one whose record of `hot` is newest.
+    let (copy_path, copy_record) = segments(dir.path())
+        .into_iter()
+        .filter_map(|path| {
+            let id = u64::from_str_radix(path.file_stem()?.to_str()?, 16).ok()?;
+            let bytes = std::fs::read(&path).ok()?;
+            let record = format::scan(&bytes, id)
+                .into_iter()
+                .find(|record| record.key == hot)?;
+            Some((path, record))
+        })
+        .max_by_key(|(_, record)| record.seq)
+        .expect("the re-appended copy");
+    let whole = std::fs::read(&copy_path).expect("read");
+    let ids_then: Vec<PathBuf> = segments(dir.path());
+    // Where its checked bytes end (only padding follows).
+    let data_end = (copy_record.body_offset + copy_record.body_len) as usize;
+    let cuts = (copy_record.offset as usize..data_end)
+        .step_by(4099)
+        .chain([copy_record.offset as usize + 47, data_end - 1, data_end]);
+    for cut in cuts {
+        // The crash left the old segment (not deleted yet) and the new one torn at `cut`.
+        std::fs::copy(backup.path(), &first).expect("restored");
+        let mut torn = whole[..cut].to_vec();
+        torn.extend(std::iter::repeat_n((cut % 3) as u8 * 0x5a, cut % 200));
+        std::fs::write(&copy_path, &torn).expect("written");
+        // A budget large enough to keep every segment found.
+        let store = open(dir.path(), MEMORY, 0, 4 * DISK);
+        let (bytes, _) = served(&store, hot).expect("the old copy at least");
+        assert_eq!(bytes, body, "cut at {cut}");
+        let (ino, _) = file_of(&store, hot).expect("on disk");
+        let from_copy = ino == std::fs::metadata(&copy_path).expect("stat").ino();
+        // Whole, the newer copy wins; torn, the old one is served.
+        assert_eq!(from_copy, cut == data_end, "cut at {cut}");
+        drop(store);
+        for path in segments(dir.path()) {
+            if !ids_then.contains(&path) {
+                std::fs::remove_file(path).expect("removed");
+            }
+        }
+    }
+    // Without the old copy (its segment deleted, as after a clean run), the new one.
+    std::fs::write(&copy_path, &whole).expect("written");
+    assert!(!first.exists());
+    let store = open(dir.path(), MEMORY, 0, 4 * DISK);
+    assert_eq!(served(&store, hot).expect("kept").0, body);
+}
