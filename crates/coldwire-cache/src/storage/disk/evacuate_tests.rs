@@ -2,14 +2,22 @@
 //! hit since it was written survives the deletion of its segment byte for byte (also
 //! after a restart), one never hit is evicted, at most a quarter of a segment is
 //! re-appended per deletion, and a re-appended record torn by a crash falls back to the
-//! old copy (or nothing), never to wrong bytes; of two intact copies the newer wins.
+//! old copy (or nothing), never to wrong bytes; of two intact copies the newer wins. A
+//! freshened head is carried into the new record; on a ring (`--io uring`) it works alike.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use coldwire_http::owned_fields::Fields;
 
 use super::DiskConfig;
 use super::format;
+use super::ring_tests::{Mode, attach, settle_on_ring};
 use super::tests::{body_of, fill, open, served, settle};
+use crate::policy::cache_control::CacheControl;
+use crate::policy::vary::VaryKey;
 use crate::storage::Body;
 use crate::store::{Lookup, Store};
 
@@ -190,4 +198,86 @@ fn a_torn_re_appended_record_falls_back_to_the_old_copy_never_to_wrong_bytes() {
     assert!(!first.exists());
     let store = open(dir.path(), MEMORY, 0, 4 * DISK);
     assert_eq!(served(&store, hot).expect("kept").0, body);
+}
+
+#[test]
+fn a_freshened_head_is_carried_into_the_re_appended_record() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let hot = "http://o/freshened";
+    let body = body_of(hot, OBJECT);
+    let t0 = SystemTime::now() - Duration::from_secs(100);
+    {
+        let store = open(dir.path(), MEMORY, 0, DISK);
+        // Stale at once, with a validator; then a `304` freshens it for an hour.
+        let mut stale = Fields::new();
+        stale.push("Cache-Control", b"max-age=0");
+        stale.push("ETag", b"\"v1\"");
+        let mut fill = store
+            .begin_fill(hot.to_owned(), 200, Some(body.len() as u64))
+            .expect("a fill");
+        assert!(fill.push(Bytes::copy_from_slice(&body)));
+        assert!(fill.finish(&store, stale, VaryKey::default(), t0, t0));
+        settle(&store);
+        let mut not_modified = Fields::new();
+        not_modified.push("Cache-Control", b"max-age=3600");
+        not_modified.push("ETag", b"\"v1\"");
+        not_modified.push("X-Refreshed", b"yes");
+        let at = t0 + Duration::from_secs(50);
+        let freshened = store.freshen_with_304(hot, None, &not_modified, (at, at));
+        assert_eq!(freshened.updated, 1);
+        settle(&store);
+        assert!(served(&store, hot).is_some(), "hit once");
+        let mut n = 0;
+        while disk(&store).evacuated == 0 {
+            let key = format!("http://o/{n}");
+            assert!(fill_one(&store, &key));
+            n += 1;
+            assert!(n < 1000, "never evacuated");
+        }
+        settle(&store);
+    }
+    // Its first segment (and the head record there) is gone: the new record carries it.
+    assert!(!dir.path().join(format!("{:016x}.cws", 1)).exists());
+    let store = open(dir.path(), MEMORY, 0, DISK);
+    let Lookup::Found(response) = store.lookup(hot, |_| Vec::new()) else {
+        panic!("kept across a restart");
+    };
+    assert_eq!(response.fields.get("x-refreshed"), Some(&b"yes"[..]));
+    assert_eq!(response.response_time, t0 + Duration::from_secs(50));
+    assert!(response.is_fresh_for(SystemTime::now(), &CacheControl::default()));
+    assert_eq!(served(&store, hot).expect("served").0, body);
+}
+
+fn fill_one(store: &Store, key: &str) -> bool {
+    let stored = fill(store, key, &body_of(key, OBJECT));
+    settle(store);
+    stored
+}
+
+#[test]
+fn on_a_ring_a_hit_object_is_re_appended_by_a_ring_write() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let hot = "http://o/hot";
+    let mode = Mode::Pieces(5000);
+    {
+        let store = open(dir.path(), MEMORY, 0, DISK);
+        let (_lane, _wakes) = attach(&store);
+        assert!(fill(&store, hot, &body_of(hot, OBJECT)));
+        settle_on_ring(&store, mode);
+        for n in 0..120 {
+            let key = format!("http://o/{n}");
+            assert!(fill(&store, &key, &body_of(&key, OBJECT)));
+            settle_on_ring(&store, mode);
+            if n % 20 == 0 {
+                let (bytes, _) = served(&store, hot).expect("the hot object stays");
+                assert_eq!(bytes, body_of(hot, OBJECT), "after {n} fills");
+            }
+        }
+        let counters = disk(&store);
+        assert!(counters.evacuated >= 1, "{counters:?}");
+        assert!(counters.ring_writes_completed > 0, "{counters:?}");
+        assert!(served(&store, "http://o/0").is_none(), "never hit: evicted");
+    }
+    let store = open(dir.path(), MEMORY, 0, DISK);
+    assert_eq!(served(&store, hot).expect("kept").0, body_of(hot, OBJECT));
 }
