@@ -1,9 +1,10 @@
 //! Tests of the second chance (`log/evacuate.rs`) with small segments: a disk-only object
 //! hit since it was written survives the deletion of its segment byte for byte (also
 //! after a restart), one never hit is evicted, at most a quarter of a segment is
-//! re-appended per deletion (the most recently hit first), and a re-appended record torn by a crash falls back to the
-//! old copy (or nothing), never to wrong bytes; of two intact copies the newer wins. A
-//! freshened head is carried into the new record; on a ring (`--io uring`) it works alike.
+//! re-appended per deletion (the most recently hit first), and a re-appended record torn
+//! by a crash falls back to the old copy (or nothing), never to wrong bytes; of two intact
+//! copies the newer wins. A freshened head is carried into the new record; on a ring
+//! (`--io uring`) it works alike.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
