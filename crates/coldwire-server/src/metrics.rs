@@ -423,7 +423,7 @@ fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::Di
     for (kind, count) in disk.io_errors_by_kind.labelled() {
         errors.sample("", &[("kind", kind)], count);
     }
-    let single: [(&'static str, &str, &str, u64); 9] = [
+    let single: [(&'static str, &str, &str, u64); 11] = [
         (
             "coldwire_cache_disk_written_bytes_total",
             "counter",
@@ -471,6 +471,19 @@ fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::Di
             "counter",
             "Segment files deleted to make room.",
             disk.segments_evicted,
+        ),
+        (
+            "coldwire_cache_disk_evacuated_objects_total",
+            "counter",
+            "Disk-only objects hit since written, re-appended rather than lost with their \
+             segment (the second chance).",
+            disk.evacuated,
+        ),
+        (
+            "coldwire_cache_disk_evacuated_bytes_total",
+            "counter",
+            "Record bytes of the re-appended objects.",
+            disk.evacuated_bytes,
         ),
         (
             "coldwire_cache_disk_recovered_objects",

@@ -174,7 +174,9 @@ impl Index {
         match found {
             Some(response) => {
                 self.found.fetch_add(1, Ordering::Relaxed);
-                if !response.body.is_in_memory() {
+                if let crate::storage::Body::File(range) = &response.body {
+                    // The disk store's second chance (docs/disk-store.md).
+                    range.hit.mark();
                     self.found_on_disk.fetch_add(1, Ordering::Relaxed);
                     self.found_on_disk_bytes
                         .fetch_add(response.body_len, Ordering::Relaxed);

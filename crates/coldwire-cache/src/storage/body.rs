@@ -12,6 +12,8 @@
 
 use std::fs::File;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 
@@ -34,6 +36,30 @@ pub struct FileRange {
     pub offset: u64,
     /// Bytes in the range.
     pub length: u64,
+    /// When a hit last found it (shared by its clones; the disk store's second chance).
+    pub hit: HitMark,
+}
+
+/// When a hit last found a [`FileRange`], in unix milliseconds (0: never since it was written),
+/// shared by the range's clones: the disk store re-appends a hit object rather than lose
+/// it with its segment (docs/disk-store.md). Marking is one relaxed atomic store.
+#[derive(Clone, Debug, Default)]
+pub struct HitMark(Arc<AtomicU64>);
+
+impl HitMark {
+    /// Records a hit now.
+    #[inline]
+    pub fn mark(&self) {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |since| (since.as_millis() as u64).max(1));
+        self.0.store(now, Ordering::Relaxed);
+    }
+
+    /// The last hit (unix milliseconds), 0 when none.
+    pub fn last(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// One piece of a body to send: shared memory, or a file range.
@@ -223,6 +249,7 @@ impl Iterator for Pieces<'_> {
                     file: file.file.clone(),
                     offset: file.offset + first,
                     length: last - first + 1,
+                    hit: file.hit.clone(),
                 }))
             }
         }
@@ -278,6 +305,7 @@ mod tests {
             file: file.clone(),
             offset: 100,
             length: 10,
+            hit: HitMark::default(),
         });
         assert_eq!(body.len(), 10);
         assert!(!body.is_in_memory());

@@ -97,7 +97,7 @@ mod body;
 pub mod disk;
 mod memory;
 
-pub use body::{Body, BodyPiece, FileRange, Pieces};
+pub use body::{Body, BodyPiece, FileRange, HitMark, Pieces};
 pub use disk::{DiskConfig, DiskCounters, DiskStorage, FileOp, FileOpRequest, IoErrorKinds};
 pub use memory::{MemoryStorage, MemoryWriter};
 

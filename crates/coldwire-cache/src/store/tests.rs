@@ -146,6 +146,7 @@ impl FileStorage {
             file: self.file.clone(),
             offset: *end,
             length: bytes.len() as u64,
+            hit: Default::default(),
         };
         *end += bytes.len() as u64;
         Body::File(range)

@@ -246,6 +246,10 @@ fn proxy_metrics_count_the_disk_store() {
     assert_eq!(value("coldwire_cache_disk_dropped_total", &[]), 0.0);
     assert_eq!(value("coldwire_cache_disk_segments", &[]), 1.0);
     assert_eq!(value("coldwire_cache_disk_recovered_objects", &[]), 0.0);
+    assert_eq!(
+        value("coldwire_cache_disk_evacuated_objects_total", &[]),
+        0.0
+    );
     for kind in ["no_space", "io", "other"] {
         assert_eq!(
             value("coldwire_cache_disk_io_errors_total", &[("kind", kind)]),

@@ -228,6 +228,14 @@ pub fn scan(bytes: &[u8], id: u64) -> Vec<Scanned> {
     records
 }
 
+/// The live object record that `bytes` (read from the record's offset) start with, when it
+/// is whole and passes every check [`scan`] makes; its offsets are relative to `bytes`.
+pub fn read_object(bytes: &[u8]) -> Option<Scanned> {
+    read_record(bytes, 0)?
+        .1
+        .filter(|record| record.refresh.is_none())
+}
+
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
 }

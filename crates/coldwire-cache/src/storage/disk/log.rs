@@ -2,8 +2,9 @@
 //! packs them into an aggregation buffer (Traffic Server's idea: many small objects, one
 //! write) at the end of the active segment, and turns the buffer into a [`FileOp`]; kills
 //! dropped objects in place; starts a new segment when the active one is full (its header
-//! goes out with its first buffer) and deletes the oldest when the budget is reached; syncs
-//! to disk at most once a second and when a segment is sealed.
+//! goes out with its first buffer) and deletes the oldest when the budget is reached (first
+//! re-appending the hit objects it held, `log/evacuate.rs`); syncs to disk at most once a
+//! second and when a segment is sealed.
 //!
 //! Each operation is *dispatched*: performed here with `pwrite` / `fdatasync` (readiness
 //! backends), or, when workers with a ring have attached (`--io uring`), queued for them:
@@ -22,6 +23,7 @@
 //! segment; every error is counted and logged (the first, then one in a thousand), none
 //! ends the thread.
 
+mod evacuate;
 mod health;
 
 use std::collections::VecDeque;
@@ -51,6 +53,9 @@ enum Placing {
     Deferred,
     /// A head record (its bytes were not reserved in the queue).
     Head,
+    /// A disk-only object re-appended from a segment being deleted (`log/evacuate.rs`),
+    /// replacing the entry with this sequence number once written.
+    Evacuated(u64),
 }
 
 /// The segment being appended to.
@@ -73,6 +78,8 @@ pub(super) struct Log {
     last_sync: Instant,
     /// The worker whose ring is woken for the next queued operation (round robin).
     next_lane: usize,
+    /// Objects of deleted segments waiting to be re-appended (`log/evacuate.rs`).
+    evacuees: VecDeque<evacuate::Evacuee>,
 }
 
 impl Log {
@@ -87,6 +94,7 @@ impl Log {
             dirty: false,
             last_sync: Instant::now(),
             next_lane: 0,
+            evacuees: VecDeque::new(),
         }
     }
 
@@ -107,6 +115,7 @@ impl Log {
             for job in jobs.drain(..) {
                 self.take(job);
             }
+            self.evacuate();
             self.flush();
             // Counted done only once written (a caller waiting for an idle queue sees it).
             self.shared
@@ -213,13 +222,12 @@ impl Log {
         {
             self.buffer.clear();
             for record in std::mem::take(&mut self.placed) {
-                self.shared
-                    .drop_object(record.seq, &record.key, record.reserved);
+                self.shared.drop_placed(record);
             }
             self.seal();
         }
         if full {
-            self.delete_oldest();
+            self.delete_oldest(false);
         }
     }
 
@@ -234,12 +242,15 @@ impl Log {
         length: u64,
         how: Placing,
     ) {
-        let reserved = if how == Placing::Head { 0 } else { length };
+        let reserved = match how {
+            Placing::Indexed | Placing::Deferred => length,
+            Placing::Head | Placing::Evacuated(_) => 0,
+        };
         let encoded = format::encode_head(&head);
         let record = format::record_len(key.len(), encoded.len(), length);
         let segment_size = self.shared.config.segment_size();
         if record > segment_size - format::SEGMENT_HEADER {
-            self.drop_object(seq, &key, reserved);
+            self.drop_record(seq, key, reserved, how);
             return;
         }
         let full = self.active.as_ref().is_none_or(|active| {
@@ -250,11 +261,11 @@ impl Log {
         }
         // A failed flush seals the active segment: a new one is needed then too.
         if (full || self.active.is_none()) && !self.start_segment() {
-            self.drop_object(seq, &key, reserved);
+            self.drop_record(seq, key, reserved, how);
             return;
         }
         let Some(active) = self.active.as_ref() else {
-            self.drop_object(seq, &key, reserved);
+            self.drop_record(seq, key, reserved, how);
             return;
         };
         let record_offset = active.position + self.buffer.len() as u64;
@@ -271,19 +282,27 @@ impl Log {
             &encoded,
             pieces.iter().map(|piece| &piece[..]),
         );
+        let evacuated_from = match how {
+            Placing::Evacuated(from) => Some(from),
+            _ => None,
+        };
         self.placed.push(Placed {
             seq,
             key,
-            deferred: (how == Placing::Deferred).then_some(head),
+            deferred: (how == Placing::Deferred || evacuated_from.is_some()).then_some(head),
             head_record: how == Placing::Head,
             record_offset,
             lengths,
             reserved,
+            evacuated_from,
         });
     }
 
-    fn drop_object(&self, seq: u64, key: &str, reserved: u64) {
-        self.shared.drop_object(seq, key, reserved);
+    fn drop_record(&self, seq: u64, key: String, reserved: u64, how: Placing) {
+        match how {
+            Placing::Evacuated(from) => self.shared.drop_evacuee(from, key),
+            _ => self.shared.drop_object(seq, &key, reserved),
+        }
     }
 
     /// Turns the buffer into a write at the end of the active segment (its records are
@@ -295,7 +314,7 @@ impl Log {
         let Some(active) = self.active.as_mut() else {
             self.buffer.clear();
             for record in std::mem::take(&mut self.placed) {
-                self.drop_object(record.seq, &record.key, record.reserved);
+                self.shared.drop_placed(record);
             }
             return;
         };
@@ -334,7 +353,8 @@ impl Log {
                 .sum()
         };
         while !self.sealed.is_empty() && used(&self.sealed) + config.segment_size() > config.size {
-            self.delete_oldest();
+            // Deleted for room: hit objects get a second chance (`log/evacuate.rs`).
+            self.delete_oldest(true);
         }
         let id = self.next_segment;
         self.next_segment += 1;
@@ -365,7 +385,7 @@ impl Log {
                 let _ = std::fs::remove_file(&path);
                 self.shared.failed("create", &error);
                 if error.kind() == std::io::ErrorKind::StorageFull {
-                    self.delete_oldest();
+                    self.delete_oldest(false);
                 }
                 false
             }
@@ -395,11 +415,16 @@ impl Log {
         self.dirty = false;
     }
 
-    /// Deletes the oldest segment: the index forgets what it still held there.
-    fn delete_oldest(&mut self) {
+    /// Deletes the oldest segment: the index forgets what it still held there, except,
+    /// with `second_chance` (not after an I/O error), the hit objects chosen to be
+    /// re-appended.
+    fn delete_oldest(&mut self, second_chance: bool) {
         let Some(segment) = self.sealed.pop_front() else {
             return;
         };
+        if second_chance && !self.shared.paused() {
+            self.choose_evacuees(segment.id, &segment.file);
+        }
         {
             let mut state = lock(&self.shared.state);
             // Records of it still being written are dropped when their write completes.

@@ -20,8 +20,10 @@
 //!   [`Storage::attach`] installed).
 //! - **Space**: the oldest segment file is deleted when a new one would pass
 //!   [`DiskConfig::size`] (FIFO, as Traffic Server's cyclic cache; the memory tier in front
-//!   is LRU); the index forgets what lived there ([`Storage::take_evictions`]). Hits under
-//!   way keep the deleted file's descriptor, so its bytes stay readable until they end.
+//!   is LRU); the index forgets what lived there ([`Storage::take_evictions`]), except the
+//!   disk-only objects a hit found since they were written: those get a second chance,
+//!   re-appended as new records first (`log/evacuate.rs`). Hits under way keep the deleted
+//!   file's descriptor, so its bytes stay readable until they end.
 //!
 //! - **Freshening**: a `304` (or `HEAD`) that freshens an object on disk appends a head
 //!   record naming it ([`heads`]); at recovery the newest one replaces the object's head.
@@ -116,6 +118,11 @@ pub struct DiskCounters {
     pub segments: u64,
     /// Segment files deleted to make room.
     pub segments_evicted: u64,
+    /// Objects hit since written that were re-appended (new records) rather than lost
+    /// with their segment (the second chance).
+    pub evacuated: u64,
+    /// Record bytes they took.
+    pub evacuated_bytes: u64,
     /// Objects found intact at start-up.
     pub recovered: u64,
     /// Milliseconds the start-up scan took.
@@ -179,6 +186,15 @@ struct Entry {
     copy: Copy,
     /// The index dropped it while its write was queued: killed once written.
     removed: bool,
+    /// The head last freshened (`304`, `HEAD`), if any: what a re-appended record carries.
+    refreshed: Option<Refreshed>,
+}
+
+/// A freshened head of an entry.
+#[derive(Debug, Clone)]
+struct Refreshed {
+    head: Head,
+    stale: bool,
 }
 
 /// The state shared by workers and the I/O thread, under one mutex (held briefly).
@@ -273,6 +289,8 @@ struct Counters {
     heads_written: AtomicU64,
     segments: AtomicU64,
     segments_evicted: AtomicU64,
+    evacuated: AtomicU64,
+    evacuated_bytes: AtomicU64,
     recovered: AtomicU64,
     recovery_ms: AtomicU64,
     ring_outstanding: AtomicU64,
@@ -343,6 +361,7 @@ impl DiskStorage {
                         lengths: object.lengths,
                     },
                     removed: false,
+                    refreshed: None,
                 });
             let mut kept = Restored::new(object.key, object.head, body);
             kept.stale = object.stale;
@@ -422,6 +441,8 @@ impl Shared {
             heads_written: load(&counters.heads_written),
             segments: load(&counters.segments),
             segments_evicted: load(&counters.segments_evicted),
+            evacuated: load(&counters.evacuated),
+            evacuated_bytes: load(&counters.evacuated_bytes),
             recovered: load(&counters.recovered),
             recovery_ms: load(&counters.recovery_ms),
             ring_writes_submitted: load(&counters.ring_writes_submitted),
@@ -473,6 +494,40 @@ impl Shared {
         });
         if removed == Some(true) {
             forget(&mut state.entries, key, seq);
+        }
+    }
+
+    /// A placed record that will not be published: an object's memory copy stays memory
+    /// only; a re-appended one is forgotten (its old segment is gone).
+    fn drop_placed(&self, record: op::Placed) {
+        match record.evacuated_from {
+            Some(from) => self.drop_evacuee(from, record.key),
+            None => self.drop_object(record.seq, &record.key, record.reserved),
+        }
+    }
+
+    /// An object that could not be re-appended (the second chance) is forgotten like the
+    /// rest of its deleted segment.
+    fn drop_evacuee(&self, from: u64, key: String) {
+        self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut state = lock(&self.state);
+            let held = state.entries.get(&key).is_some_and(|entries| {
+                entries
+                    .iter()
+                    .any(|entry| entry.seq == from && !entry.removed)
+            });
+            forget(&mut state.entries, &key, from);
+            if !held {
+                return;
+            }
+            // Its body is a deleted segment's: the index must not keep serving it.
+            state.evictions.push(key);
+        }
+        // The index forgets it now rather than at its next insert.
+        let sink = lock(&self.sink).clone();
+        if let Some(sink) = sink {
+            sink(Vec::new());
         }
     }
 
@@ -613,6 +668,7 @@ fn queue_object(
                 body: body.clone(),
                 copy: Copy::Pending,
                 removed: false,
+                refreshed: None,
             });
         Finished::Body(body)
     };
@@ -730,17 +786,14 @@ impl Storage for DiskStorage {
 
     fn refresh(&self, key: &str, response: &StoredResponse, stale: bool) {
         let shared = &self.shared;
-        if shared.paused()
-            || key.len() > format::MAX_KEY
-            || shared.counters.queue_depth.load(Ordering::Relaxed) >= MAX_QUEUED_HEADS
-        {
+        if key.len() > format::MAX_KEY {
             return;
         }
         let target = {
-            let state = lock(&shared.state);
-            let Some(entry) = state.entries.get(key).and_then(|entries| {
+            let mut state = lock(&shared.state);
+            let Some(entry) = state.entries.get_mut(key).and_then(|entries| {
                 entries
-                    .iter()
+                    .iter_mut()
                     .find(|entry| !entry.removed && entry.body.shares(&response.body))
             }) else {
                 return;
@@ -748,8 +801,18 @@ impl Storage for DiskStorage {
             if matches!(entry.copy, Copy::Gone) {
                 return;
             }
+            // Kept for a re-appended record even when no head record is written now.
+            entry.refreshed = Some(Refreshed {
+                head: head_of(response),
+                stale,
+            });
             entry.seq
         };
+        if shared.paused()
+            || shared.counters.queue_depth.load(Ordering::Relaxed) >= MAX_QUEUED_HEADS
+        {
+            return;
+        }
         // Queued after the object's own record (if that is still queued): written after it.
         shared.push_job(Job::Head {
             seq: shared.next_seq.fetch_add(1, Ordering::Relaxed),
@@ -824,3 +887,6 @@ mod tests;
 
 #[cfg(test)]
 mod heads_tests;
+
+#[cfg(test)]
+mod evacuate_tests;

@@ -42,6 +42,9 @@ pub(super) struct Placed {
     pub lengths: Lengths,
     /// Bytes reserved in the queue for it.
     pub reserved: u64,
+    /// A disk-only object re-appended from a segment being deleted (the second chance):
+    /// the sequence number of the entry it replaces once written (`deferred` is its head).
+    pub evacuated_from: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -309,7 +312,7 @@ fn written(
         Err(error) => {
             shared.failed("write to", &error);
             for record in placed {
-                shared.drop_object(record.seq, &record.key, record.reserved);
+                shared.drop_placed(record);
             }
             let full = error.kind() == io::ErrorKind::StorageFull;
             lock(&shared.state).failure = Some((segment, full));
@@ -328,11 +331,12 @@ fn written(
 fn publish(shared: &Arc<Shared>, placed: Vec<Placed>, segment: u64, file: &Arc<File>) {
     let mut ready = Vec::new();
     let mut kills = Vec::new();
+    let mut heads = Vec::new();
     let mut state = lock(&shared.state);
     if segment <= state.deleted_through || state.unreadable.contains(&segment) {
         drop(state);
         for record in placed {
-            shared.drop_object(record.seq, &record.key, record.reserved);
+            shared.drop_placed(record);
         }
         return;
     }
@@ -348,6 +352,7 @@ fn publish(shared: &Arc<Shared>, placed: Vec<Placed>, segment: u64, file: &Arc<F
             file: file.clone(),
             offset: body_offset,
             length: record.lengths.body,
+            hit: Default::default(),
         };
         let copy = Copy::At {
             segment,
@@ -355,6 +360,43 @@ fn publish(shared: &Arc<Shared>, placed: Vec<Placed>, segment: u64, file: &Arc<F
             record_offset: record.record_offset,
             lengths: record.lengths,
         };
+        if let Some(from) = record.evacuated_from {
+            let entry = state
+                .entries
+                .get_mut(&record.key)
+                .and_then(|entries| entries.iter_mut().find(|entry| entry.seq == from));
+            match (entry, record.deferred) {
+                (Some(entry), Some(carried)) if !entry.removed => {
+                    // The index switches to the new copy (through the sink, below).
+                    entry.seq = record.seq;
+                    entry.body = Body::File(range.clone());
+                    entry.copy = copy;
+                    let counters = &shared.counters;
+                    counters.evacuated.fetch_add(1, Ordering::Relaxed);
+                    counters
+                        .evacuated_bytes
+                        .fetch_add(record.lengths.record(), Ordering::Relaxed);
+                    let (head, stale) = match &entry.refreshed {
+                        // Freshened while it was being re-appended: the new record needs
+                        // its own head record too.
+                        Some(refreshed) if refreshed.head != carried || refreshed.stale => {
+                            heads.push((record.key.clone(), refreshed.clone(), record.seq));
+                            (refreshed.head.clone(), refreshed.stale)
+                        }
+                        _ => (carried, false),
+                    };
+                    let mut kept = Restored::new(record.key, head, Body::File(range));
+                    kept.stale = stale;
+                    ready.push(kept);
+                }
+                _ => {
+                    // Dropped by the index meanwhile: must not come back after a restart.
+                    kills.push((record.record_offset, record.seq, record.lengths));
+                    super::forget(&mut state.entries, &record.key, from);
+                }
+            }
+            continue;
+        }
         if let Some(head) = record.deferred {
             state
                 .entries
@@ -365,6 +407,7 @@ fn publish(shared: &Arc<Shared>, placed: Vec<Placed>, segment: u64, file: &Arc<F
                     body: Body::File(range.clone()),
                     copy,
                     removed: false,
+                    refreshed: None,
                 });
             ready.push(Restored::new(record.key, head, Body::File(range)));
             continue;
@@ -390,6 +433,17 @@ fn publish(shared: &Arc<Shared>, placed: Vec<Placed>, segment: u64, file: &Arc<F
             record_offset,
             seq,
             lengths,
+        });
+    }
+    for (key, refreshed, target) in heads {
+        shared.push_job(Job::Head {
+            seq: shared.next_seq.fetch_add(1, Ordering::Relaxed),
+            key,
+            head: refreshed.head,
+            refresh: super::heads::Refresh {
+                target,
+                stale: refreshed.stale,
+            },
         });
     }
     if !ready.is_empty() {

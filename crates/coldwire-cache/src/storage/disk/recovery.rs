@@ -198,6 +198,7 @@ fn scan_segment(dir: &Path, id: u64) -> std::io::Result<ScannedSegment> {
                 file: file.clone(),
                 offset: record.body_offset,
                 length: record.body_len,
+                hit: Default::default(),
             },
             stale: false,
         });
