@@ -7,7 +7,9 @@
 //! whole listen queue to the server in one turn: near `--max-connections` those clients
 //! took every slot before their requests could open upstream connections, which then
 //! failed with `connection_limit_reached` (issue 19). Every client is still accepted, and
-//! accepting goes on after a throttled turn.
+//! accepting goes on after a throttled turn. At the limit, a slot freed by a close goes to
+//! a connect of the same turn before a client waiting to be accepted (io_uring adopted its
+//! backlog inside the close).
 
 use std::net::TcpStream;
 use std::time::Duration;
@@ -80,4 +82,59 @@ fn adopts_in_batches<D: Driver>(mut driver: D, most: usize) {
     let _late = TcpStream::connect(address).unwrap();
     accept_one(&mut driver);
     drop(clients);
+}
+
+fn limited() -> DriverConfig {
+    DriverConfig {
+        max_connections: 2,
+        ..DriverConfig::default()
+    }
+}
+
+#[test]
+fn epoll_gives_a_freed_slot_to_a_connect_before_a_waiting_client() {
+    let driver = ReadinessDriver::<EpollPoller>::new(limited()).unwrap();
+    freed_slot_goes_to_a_connect_first(driver);
+}
+
+#[test]
+fn uring_gives_a_freed_slot_to_a_connect_before_a_waiting_client() {
+    if !coldwire_io::backend::test_can_run(Backend::Uring) {
+        return;
+    }
+    let driver = UringDriver::new(limited(), UringOptions::default()).unwrap();
+    freed_slot_goes_to_a_connect_first(driver);
+}
+
+/// At the connection limit a client waits (in the listen queue, or accepted by the kernel
+/// in io_uring's backlog); a slot freed by a close is taken by a connect in the same turn
+/// — as a proxy's request opening its upstream connection — and the waiting client is
+/// adopted at a later turn, not in the close.
+fn freed_slot_goes_to_a_connect_first<D: Driver>(mut driver: D) {
+    let (server, address) = listener();
+    driver.listen(server).unwrap();
+    let _first_client = TcpStream::connect(address).unwrap();
+    let first = accept_one(&mut driver);
+    let _second_client = TcpStream::connect(address).unwrap();
+    let second = accept_one(&mut driver);
+    let _waiting = TcpStream::connect(address).unwrap();
+    for _ in 0..5 {
+        driver.wait(Some(Duration::from_millis(10))).unwrap();
+        while let Some(completion) = driver.next_completion() {
+            assert!(
+                !matches!(completion, Completion::Accepted { .. }),
+                "accepted beyond the limit"
+            );
+        }
+    }
+    let (origin, origin_address) = listener();
+    driver.close(first);
+    let upstream = driver.connect(origin_address);
+    assert!(
+        upstream.is_ok(),
+        "the freed slot went to the waiting client: {upstream:?}"
+    );
+    driver.close(second);
+    accept_one(&mut driver);
+    drop(origin);
 }

@@ -156,10 +156,10 @@ impl UringDriver {
         self.cancel_accepts();
     }
 
-    /// At the start of a turn: a new batch. After a throttled turn, adopts from the
-    /// backlog (up to the batch and the connection limit) and re-arms the accepts once
-    /// the backlog is empty; a backlog left at the connection limit waits for
-    /// `slot_freed`.
+    /// At the start of a turn: a new batch. After a throttled turn (or slots freed while
+    /// connections waited), adopts from the backlog (up to the batch and the connection
+    /// limit) and re-arms the accepts once the backlog is empty; a backlog left at the
+    /// connection limit waits for `slot_freed`.
     pub(super) fn begin_accept_turn(&mut self) {
         self.turn_accepts = 0;
         if !self.accept_throttled {
@@ -173,17 +173,22 @@ impl UringDriver {
             self.adopt(listener, fd);
             self.turn_accepts += 1;
         }
-        if self.backlog.is_empty() {
-            self.accept_throttled = false;
-            if !self.accepting.is_paused() {
-                self.resume_accepting();
+        if !self.backlog.is_empty() {
+            if self.connections.len() >= self.config.max_connections {
+                // Now waiting for a free slot (`slot_freed`), not for the next turn.
+                self.accept_throttled = false;
+                if self.accepting.reach_limit() {
+                    self.counters.accept_pauses += 1;
+                }
             }
-        } else if self.connections.len() >= self.config.max_connections {
-            // Now waiting for a free slot, not for the next turn.
-            self.accept_throttled = false;
-            if self.accepting.reach_limit() {
-                self.counters.accept_pauses += 1;
-            }
+            return;
+        }
+        self.accept_throttled = false;
+        if self.connections.len() < self.config.max_connections {
+            self.accepting.below_limit();
+        }
+        if !self.accepting.is_paused() {
+            self.resume_accepting();
         }
     }
 
@@ -212,22 +217,20 @@ impl UringDriver {
         Some(self.generations.stamp(&mut self.connections, slot))
     }
 
-    /// After a slot was freed: adopt a waiting connection, or accept again.
+    /// After a slot was freed: accepted connections waiting for a slot are adopted at the
+    /// start of the next turn, a batch at most (`begin_accept_turn`), not now — the
+    /// requests this turn handles may need the slot for their upstream connection first,
+    /// as on the readiness drivers, which accept only at their next turn. With no
+    /// connection waiting, accepting resumes.
     pub(super) fn slot_freed(&mut self) {
         if self.accept_throttled {
-            // This turn's batch is used up: the next turn adopts from the backlog.
             return;
         }
-        while self.connections.len() < self.config.max_connections {
-            let Some((listener, fd)) = self.backlog.pop_front() else {
-                break;
-            };
-            self.adopt(listener, fd);
+        if !self.backlog.is_empty() {
+            self.accept_throttled = true;
+            return;
         }
-        if self.backlog.is_empty()
-            && self.connections.len() < self.config.max_connections
-            && self.accepting.below_limit()
-        {
+        if self.connections.len() < self.config.max_connections && self.accepting.below_limit() {
             self.resume_accepting();
         }
     }
