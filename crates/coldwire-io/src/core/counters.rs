@@ -95,6 +95,21 @@ pub struct LoopCounters {
     /// sockmap): their bytes show in neither `bytes_received` nor `bytes_sent`.
     #[serde(default)]
     pub kernel_bodies: u64,
+    /// Connections the server closed whose slot the driver still holds (a gauge): on
+    /// io_uring, until every operation pointing into the slot completed (a send in flight,
+    /// a lingering shutdown, a connect); such a slot still counts toward
+    /// `--max-connections`. Zero on the readiness backends, which free the slot at close.
+    #[serde(default)]
+    pub closing_connections: u64,
+    /// Accepted sockets waiting for a free slot (a gauge): io_uring's accept raced its
+    /// pause at the connection limit. Each holds a descriptor but no slot.
+    #[serde(default)]
+    pub accept_backlog: u64,
+    /// io_uring completion backend: turns that adopted a whole accept batch
+    /// (`DriverConfig::accept_batch`) and so cancelled the armed accepts until the next
+    /// turn, as the readiness driver stops accepting after a batch.
+    #[serde(default)]
+    pub accept_throttles: u64,
 }
 
 impl LoopCounters {
@@ -157,6 +172,9 @@ impl LoopCounters {
             file_probe_calls,
             file_reads_offloaded,
             kernel_bodies,
+            closing_connections,
+            accept_backlog,
+            accept_throttles,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -189,5 +207,8 @@ impl LoopCounters {
         self.file_probe_calls += file_probe_calls;
         self.file_reads_offloaded += file_reads_offloaded;
         self.kernel_bodies += kernel_bodies;
+        self.closing_connections += closing_connections;
+        self.accept_backlog += accept_backlog;
+        self.accept_throttles += accept_throttles;
     }
 }

@@ -73,6 +73,12 @@ impl UringDriver {
 
     fn pause_accepting(&mut self) {
         self.counters.accept_pauses += 1;
+        self.cancel_accepts();
+    }
+
+    /// Cancels the armed accepts (their `ECANCELED` completions are not re-armed while
+    /// accepting is paused or throttled).
+    fn cancel_accepts(&mut self) {
         let armed: Vec<usize> = self
             .listeners
             .iter()
@@ -89,6 +95,10 @@ impl UringDriver {
     }
 
     pub(super) fn resume_accepting(&mut self) {
+        if self.accept_throttled {
+            // The next turn re-arms (`begin_accept_turn`).
+            return;
+        }
         for index in 0..self.listeners.len() {
             self.arm_accept(index);
         }
@@ -105,13 +115,18 @@ impl UringDriver {
             listener.accepting = false;
         }
         if result >= 0 {
-            if self.accepting.is_paused() || self.connections.len() >= self.config.max_connections {
+            let at_limit = self.connections.len() >= self.config.max_connections;
+            if self.accepting.is_paused() || self.accept_throttled || at_limit {
                 self.backlog.push_back((index, result));
-                if self.accepting.reach_limit() {
+                if at_limit && self.accepting.reach_limit() {
                     self.pause_accepting();
                 }
             } else {
                 self.adopt(index, result);
+                self.turn_accepts += 1;
+                if self.turn_accepts >= self.config.accept_batch.max(1) {
+                    self.throttle_accepting();
+                }
             }
         } else if is_descriptor_exhaustion(-result)
             && self.accepting.exhausted(self.now, self.config.accept_pause)
@@ -119,8 +134,61 @@ impl UringDriver {
             self.pause_accepting();
         }
         // ECANCELED (our pause), ECONNABORTED and the like end nothing else.
-        if !more && !self.accepting.is_paused() {
+        if !more && !self.accepting.is_paused() && !self.accept_throttled {
             self.arm_accept(index);
+        }
+    }
+
+    /// This turn adopted its batch (`DriverConfig::accept_batch`, as the readiness
+    /// driver accepts at most that many per turn): the armed accepts are cancelled, so
+    /// the kernel stops taking connections from the listen queue, and those it took
+    /// meanwhile wait in the backlog. Without this a multishot accept takes the whole
+    /// listen queue at once: after a stall every waiting client got a slot in one turn,
+    /// before any of their requests could open its upstream connection, and near
+    /// `--max-connections` those requests found no slot left (503
+    /// `connection_limit_reached`; issue 19, `results/2026-11-27-vm/slow-clients/limit/`).
+    fn throttle_accepting(&mut self) {
+        if self.accept_throttled {
+            return;
+        }
+        self.accept_throttled = true;
+        self.counters.accept_throttles += 1;
+        self.cancel_accepts();
+    }
+
+    /// At the start of a turn: a new batch. After a throttled turn (or slots freed while
+    /// connections waited), adopts from the backlog (up to the batch and the connection
+    /// limit) and re-arms the accepts once the backlog is empty; a backlog left at the
+    /// connection limit waits for `slot_freed`.
+    pub(super) fn begin_accept_turn(&mut self) {
+        self.turn_accepts = 0;
+        if !self.accept_throttled {
+            return;
+        }
+        let batch = self.config.accept_batch.max(1);
+        while self.turn_accepts < batch && self.connections.len() < self.config.max_connections {
+            let Some((listener, fd)) = self.backlog.pop_front() else {
+                break;
+            };
+            self.adopt(listener, fd);
+            self.turn_accepts += 1;
+        }
+        if !self.backlog.is_empty() {
+            if self.connections.len() >= self.config.max_connections {
+                // Now waiting for a free slot (`slot_freed`), not for the next turn.
+                self.accept_throttled = false;
+                if self.accepting.reach_limit() {
+                    self.counters.accept_pauses += 1;
+                }
+            }
+            return;
+        }
+        self.accept_throttled = false;
+        if self.connections.len() < self.config.max_connections {
+            self.accepting.below_limit();
+        }
+        if !self.accepting.is_paused() {
+            self.resume_accepting();
         }
     }
 
@@ -149,18 +217,20 @@ impl UringDriver {
         Some(self.generations.stamp(&mut self.connections, slot))
     }
 
-    /// After a slot was freed: adopt a waiting connection, or accept again.
+    /// After a slot was freed: accepted connections waiting for a slot are adopted at the
+    /// start of the next turn, a batch at most (`begin_accept_turn`), not now — the
+    /// requests this turn handles may need the slot for their upstream connection first,
+    /// as on the readiness drivers, which accept only at their next turn. With no
+    /// connection waiting, accepting resumes.
     pub(super) fn slot_freed(&mut self) {
-        while self.connections.len() < self.config.max_connections {
-            let Some((listener, fd)) = self.backlog.pop_front() else {
-                break;
-            };
-            self.adopt(listener, fd);
+        if self.accept_throttled {
+            return;
         }
-        if self.backlog.is_empty()
-            && self.connections.len() < self.config.max_connections
-            && self.accepting.below_limit()
-        {
+        if !self.backlog.is_empty() {
+            self.accept_throttled = true;
+            return;
+        }
+        if self.connections.len() < self.config.max_connections && self.accepting.below_limit() {
             self.resume_accepting();
         }
     }

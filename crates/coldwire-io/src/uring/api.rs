@@ -330,6 +330,9 @@ impl Driver for UringDriver {
         counters.uring_sq_full_enters = ring.sq_full_enters;
         counters.uring_cq_overflows = ring.cq_overflows;
         counters.buffers_in_use = self.buffers.in_use() as u64;
+        counters.closing_connections =
+            (self.connections.len() as u64).saturating_sub(counters.open_connections);
+        counters.accept_backlog = self.backlog.len() as u64;
         counters
     }
 

@@ -146,6 +146,12 @@ pub struct UringDriver {
     /// Accepted beyond the connection limit: adopted when slots free up.
     pub(super) backlog: VecDeque<(usize, RawFd)>,
     pub(super) accepting: AcceptGate,
+    /// Connections adopted from accepts in this turn (see `accept.rs`: at most
+    /// `DriverConfig::accept_batch` per turn).
+    pub(super) turn_accepts: usize,
+    /// The turn's accept batch is used up: the armed accepts were cancelled and what the
+    /// kernel accepted meanwhile waits in the backlog until the next turn.
+    pub(super) accept_throttled: bool,
     pub(super) timers: ConnectionTimers,
     pub(super) buffers: BufferPool,
     pub(super) output_pools: OutputPools,
@@ -211,6 +217,8 @@ impl UringDriver {
             listeners: Vec::new(),
             backlog: VecDeque::new(),
             accepting: AcceptGate::default(),
+            turn_accepts: 0,
+            accept_throttled: false,
             output_pools: OutputPools::default(),
             send_pool: Vec::new(),
             completions: VecDeque::new(),
@@ -323,6 +331,7 @@ impl UringDriver {
         if let Some(error) = self.fatal.take() {
             return Err(error);
         }
+        self.begin_accept_turn();
         let timeout = self.wait_timeout(timeout);
         self.ring.submit_and_wait(timeout)?;
         self.now = Instant::now();
