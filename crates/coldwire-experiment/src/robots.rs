@@ -8,19 +8,27 @@
 //! concurrent connections (Figs 4, 5), and the mean response time, whose relative reduction
 //! between backends, 100·(1 − A/B), is Fig. 6.
 //!
-//! Per point (backend × robots × round): a fresh proxy and relay; the backends interleaved
-//! within each robot count, their order reversed in even rounds.
+//! The peers (`peers`: Squid as an accelerator, Varnish, nginx proxy_cache, HAProxy's cache,
+//! from the `peers` experiment's committed configurations: one worker or thread pool, a
+//! memory cache) run in the same rounds under the same load, in front of the same origin.
+//!
+//! Per point (contender × robots × round): a fresh proxy and relay; the backends and peers
+//! interleaved within each robot count, their order reversed in even rounds. The summary is
+//! in [`summary`].
+
+mod summary;
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use coldwire_report::{ExperimentRecord, Scale, Table};
+use coldwire_report::ExperimentRecord;
 use serde::{Deserialize, Serialize};
 
 use crate::RunContext;
-use crate::figures::{axis, figure, machine_load_warning, median, series, short, thousands};
+use crate::figures::{machine_load_warning, short, thousands};
 use crate::peers::contenders::{self, Contender, Target};
+use crate::peers::install;
 use crate::process::start_listening;
 use crate::serve::{Pinning, available_backends};
 use crate::slow_clients::stats;
@@ -31,6 +39,14 @@ use crate::slow_clients::stats;
 pub(crate) struct Parameters {
     /// Backends of the proxy, in plotting order.
     pub backends: Vec<String>,
+    /// Peers measured beside them (`squid`, `varnish`, `nginx`, `haproxy`), plotted after
+    /// them; none when absent.
+    #[serde(default)]
+    pub peers: Vec<String>,
+    /// Install missing peers with apt-get without being asked (as `--install-peers`);
+    /// false when absent.
+    #[serde(default)]
+    pub install: bool,
     /// Idle robot connections held through the relay (the x axis).
     pub robots: Vec<u64>,
     /// The fixed request rate, requests/s (open loop).
@@ -69,11 +85,29 @@ fn relays_for(robots: u64, per_relay: u64) -> u64 {
     robots.div_ceil(per_relay.max(1)).max(1)
 }
 
+/// A peer of the scenario as the reverse caching proxy it means (the `peers` experiment's
+/// cache-hit contenders).
+fn peer_contender(name: &str) -> anyhow::Result<Contender> {
+    Ok(match name {
+        "squid" => Contender::Squid,
+        "varnish" => Contender::Varnish,
+        "nginx" => Contender::NginxProxy { cache: true },
+        "haproxy" => Contender::Haproxy {
+            cache: true,
+            splice: false,
+        },
+        other => anyhow::bail!(
+            "unknown peer {other:?} in experiments/robots.toml: use squid, varnish, nginx or haproxy"
+        ),
+    })
+}
+
 /// One measured point.
 #[derive(Clone, Debug)]
 struct Point {
     round: u64,
-    backend: usize,
+    /// Index in the contenders: the backends, then the peers.
+    contender: usize,
     robots: usize,
     /// Proxy CPU per request, µs, and in cores.
     cpu_us: f64,
@@ -84,6 +118,8 @@ struct Point {
     errors: u64,
     /// The proxy's open connections halfway through.
     open_connections: f64,
+    /// Robots whose connection the proxy (through the relay) closed during the run.
+    robots_lost: u64,
 }
 
 /// Runs the experiment.
@@ -94,7 +130,40 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         "the scenario needs backends, robot counts and a positive rate"
     );
     let (backends, mut warnings) = available_backends(&parameters.backends)?;
+    let peers: Vec<Contender> = parameters
+        .peers
+        .iter()
+        .map(|name| peer_contender(name))
+        .collect::<anyhow::Result<_>>()?;
+    let mut programs = Vec::new();
+    for program in peers.iter().filter_map(Contender::program) {
+        if !programs.contains(&program) {
+            programs.push(program);
+        }
+    }
+    let peer_warnings = install::ensure(
+        &programs,
+        parameters.install || context.install_peers,
+        &|line| context.progress(line),
+    );
+    for warning in &peer_warnings {
+        context.progress(&format!("warning: {warning}"));
+    }
+    warnings.extend(peer_warnings);
     warnings.extend(machine_load_warning());
+    // The contenders: every backend's proxy, then every installed peer.
+    let mut contenders: Vec<Contender> = backends
+        .iter()
+        .map(|backend| Contender::ColdwireProxy {
+            label: backend.clone(),
+            flags: vec!["--io".into(), backend.clone()],
+        })
+        .collect();
+    contenders.extend(peers.into_iter().filter(|peer| {
+        peer.program()
+            .is_some_and(|program| install::find(program.binary).is_some())
+    }));
+    let names: Vec<String> = contenders.iter().map(Contender::name).collect();
     let pinning = parameters.pinning.unwrap_or_default();
     let origin_args: Vec<String> = [
         "origin",
@@ -131,18 +200,27 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     let mut raw_files = Vec::new();
     for round in 1..=rounds {
         for (robots_index, &robots) in parameters.robots.iter().enumerate() {
-            let mut order: Vec<usize> = (0..backends.len()).collect();
+            let mut order: Vec<usize> = (0..contenders.len()).collect();
             if round % 2 == 0 {
                 order.reverse();
             }
-            for backend in order {
-                let name = &backends[backend];
+            for contender in order {
+                let name = &names[contender];
                 let what = format!(
                     "{name} with {} robots, round {round}",
                     thousands(robots as f64)
                 );
                 context.progress(&format!("round {round}/{rounds}: {what}"));
-                match measure_point(context, &parameters, &target, pinning, name, robots, round) {
+                let measured = measure_point(
+                    context,
+                    &parameters,
+                    &target,
+                    pinning,
+                    &contenders[contender],
+                    robots,
+                    round,
+                );
+                match measured {
                     Ok((point, raw)) => {
                         context.progress(&format!(
                             "  {} µs CPU per request, {} ms mean, {} open connections, {} errors",
@@ -161,10 +239,16 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                         if point.errors > 0 {
                             warnings.push(format!("{what}: {} requests failed", point.errors));
                         }
+                        if point.robots_lost > 0 {
+                            warnings.push(format!(
+                                "{what}: {} robot connections were closed by the proxy during the run",
+                                point.robots_lost
+                            ));
+                        }
                         raw_files.extend(raw);
                         points.push(Point {
                             round,
-                            backend,
+                            contender,
                             robots: robots_index,
                             ..point
                         });
@@ -184,18 +268,18 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
         warnings.join("; ")
     );
     let mut record = context.record(
-        "Robots: proxy CPU and response time vs concurrent (mostly idle) connections, per backend",
+        "Robots: proxy CPU and response time vs concurrent (mostly idle) connections, per backend and peer",
         &["seed 002 Fig. 4", "seed 002 Fig. 5", "seed 002 Fig. 6"],
         format!(
             "coldwire proxy (reverse, one worker, cache on{}) in front of coldwire origin (objects `{}`, no think \
              time), reached through coldwire wan ({} round trip, {} loss). coldwire bench{} holds N idle robot \
              connections through the relay (`--cold N`) and sends {} requests/s (open loop) for one cached object \
              (100% hits) over {} keep-alive connections through the same relay. Per point a fresh proxy and relay, \
-             {} s warm-up, {} s measured; backends interleaved, order reversed in even rounds; {} round(s), medians \
+             {} s warm-up, {} s measured; backends (and peers) interleaved, order reversed in even rounds; {} round(s), medians \
              shown. Scaled to this machine (20,000 open files per process): a relay holds two descriptors per \
              robot, so the robots are shared out among ceil(N / {}) relay processes (10,000 robots: {}); the \
              generator holds one per robot plus its {} active connections, the proxy one per robot plus its \
-             origin connections.",
+             origin connections.{}",
             pinning
                 .server_cpu
                 .map_or(String::new(), |cpu| format!(", pinned to CPU {cpu}")),
@@ -213,35 +297,69 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             thousands(parameters.robots_per_relay as f64),
             relays_for(10_000, parameters.robots_per_relay),
             parameters.active_connections,
+            peers_description(&names[backends.len()..]),
         ),
     );
     record.parameters = serde_json::to_value(&parameters)?;
     record.raw_files = raw_files;
-    summarise(&mut record, &parameters, &backends, &points);
+    summary::summarise(
+        &mut record,
+        &summary::Measured {
+            parameters: &parameters,
+            names: &names,
+            backends: backends.len(),
+            points: &points,
+        },
+    );
     record.warnings = warnings;
     Ok(record)
 }
 
-/// One point: a fresh proxy on `backend` and a relay before it, the bench with `robots`
-/// idle connections through the relay.
+/// The description's sentence on the peers measured (none: nothing).
+fn peers_description(peers: &[String]) -> String {
+    if peers.is_empty() {
+        return String::new();
+    }
+    format!(
+        " In the same rounds under the same load, in front of the same origin: {} (the `peers` experiment's \
+         committed configurations under experiments/peers/: one worker or thread pool, a memory cache, \
+         idle connections kept; CPU of all their processes and threads; their open connections counted \
+         in /proc/net/tcp).",
+        peers.join(", ")
+    )
+}
+
+/// The established TCP connections whose local port is `port` (IPv4, this network
+/// namespace): a peer's open client connections, which it has no stats endpoint to report.
+fn established_on(port: u16) -> anyhow::Result<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").context("cannot read /proc/net/tcp")?;
+    let port = format!(":{port:04X}");
+    Ok(table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let mut fields = line.split_whitespace();
+            let local = fields.nth(1).unwrap_or_default();
+            // local address, remote address, state (01: established).
+            local.ends_with(&port) && fields.nth(1) == Some("01")
+        })
+        .count() as u64)
+}
+
+/// One point: a fresh `contender` and a relay before it, the bench with `robots` idle
+/// connections through the relay.
 fn measure_point(
     context: &RunContext,
     parameters: &Parameters,
     target: &Target<'_>,
     pinning: Pinning,
-    backend: &str,
+    contender: &Contender,
     robots: u64,
     round: u64,
 ) -> anyhow::Result<(Point, Vec<String>)> {
-    let contender = Contender::ColdwireProxy {
-        label: backend.to_owned(),
-        flags: vec!["--io".into(), backend.into()],
-    };
-    let mut running = contenders::start(&contender, target)?;
-    let stats_url = running
-        .stats_url
-        .clone()
-        .context("the proxy printed no stats URL")?;
+    let mut running = contenders::start(contender, target)?;
+    let stats_url = running.stats_url.clone();
+    let port = running.address.port();
     // Several relays when one cannot hold every robot's pair of descriptors; the active
     // connections go through the first, the robots are shared out among all of them.
     let mut relays = Vec::new();
@@ -285,14 +403,17 @@ fn measure_point(
             .map(|address| format!("--cold-target={address}")),
     );
     let halfway = Duration::from_secs_f64(parameters.warmup + parameters.duration / 2.0);
-    let sampler = {
-        let url = stats_url.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(halfway);
-            stats(&url).ok()
-        })
-    };
-    let stem = format!("{backend}-{robots}-r{round}");
+    // The open connections halfway: coldwire's from its stats, a peer's from the kernel.
+    let sampler = std::thread::spawn(move || {
+        std::thread::sleep(halfway);
+        match stats_url {
+            Some(url) => stats(&url)
+                .ok()
+                .and_then(|stats| stats["total"]["loop"]["open_connections"].as_f64()),
+            None => established_on(port).ok().map(|open| open as f64),
+        }
+    });
+    let stem = format!("{}-{robots}-r{round}", contender.name().replace(' ', "-"));
     let timeout = Duration::from_secs_f64(120.0 + 2.0 * (parameters.warmup + parameters.duration));
     let measured = contenders::measure(
         context,
@@ -322,7 +443,7 @@ fn measure_point(
         .unwrap_or(f64::NAN);
     let point = Point {
         round,
-        backend: 0,
+        contender: 0,
         robots: 0,
         cpu_us: phase
             .server
@@ -335,222 +456,46 @@ fn measure_point(
         mean_ms: mean_us / 1000.0,
         achieved: phase.achieved_rate,
         errors: phase.errors_total,
-        open_connections: middle
-            .as_ref()
-            .and_then(|stats| stats["total"]["loop"]["open_connections"].as_f64())
-            .unwrap_or(f64::NAN),
+        open_connections: middle.unwrap_or(f64::NAN),
+        robots_lost: json["runs"][0]["cold"]["closed_by_server"]
+            .as_u64()
+            .unwrap_or(0),
     };
     Ok((point, vec![raw, format!("raw/{stem}.txt")]))
-}
-
-fn median_of(
-    points: &[Point],
-    backend: usize,
-    robots: usize,
-    value: impl Fn(&Point) -> f64,
-) -> f64 {
-    median(
-        &points
-            .iter()
-            .filter(|point| point.backend == backend && point.robots == robots)
-            .map(value)
-            .filter(|value| value.is_finite())
-            .collect::<Vec<_>>(),
-    )
-}
-
-/// Fig. 6's 100·(1 − A/B) of mean response time, median of per-round values.
-fn reduction(points: &[Point], a: usize, b: usize, robots: usize) -> f64 {
-    let of = |round: u64, backend: usize| {
-        points
-            .iter()
-            .find(|point| {
-                point.round == round && point.backend == backend && point.robots == robots
-            })
-            .map(|point| point.mean_ms)
-    };
-    let last = points.iter().map(|point| point.round).max().unwrap_or(0);
-    median(
-        &(1..=last)
-            .filter_map(|round| match (of(round, a), of(round, b)) {
-                (Some(a), Some(b)) if b > 0.0 => Some(100.0 * (1.0 - a / b)),
-                _ => None,
-            })
-            .collect::<Vec<_>>(),
-    )
-}
-
-fn summarise(
-    record: &mut ExperimentRecord,
-    parameters: &Parameters,
-    backends: &[String],
-    points: &[Point],
-) {
-    let counts = parameters.robots.len();
-    let x = |backend: usize, robots: usize| {
-        let open = median_of(points, backend, robots, |point| point.open_connections);
-        if open.is_finite() {
-            open
-        } else {
-            parameters.robots[robots] as f64
-        }
-    };
-    let per_backend = |value: fn(&Point) -> f64| -> Vec<coldwire_report::Series> {
-        backends
-            .iter()
-            .enumerate()
-            .map(|(backend, name)| {
-                series(
-                    name,
-                    (0..counts).map(|robots| {
-                        (
-                            x(backend, robots),
-                            median_of(points, backend, robots, value),
-                        )
-                    }),
-                )
-            })
-            .collect()
-    };
-    record.figures.push(figure(
-        "cpu",
-        "Proxy CPU vs concurrent connections at a fixed request rate (100% hits)",
-        Some("seed 002 Fig. 4"),
-        axis("open connections at the proxy", "connections", Scale::Log),
-        axis("proxy CPU", "% of a core", Scale::Linear),
-        per_backend(|point| point.cpu_cores * 100.0),
-        "Median over rounds. The work (requests/s, all hits) is the same at every point: only the idle \
-         connections grow. Flat is scalable.",
-    ));
-    record.figures.push(figure(
-        "cpu-per-request",
-        "Proxy CPU per request vs concurrent connections",
-        Some("seed 002 Fig. 5"),
-        axis("open connections at the proxy", "connections", Scale::Log),
-        axis("proxy CPU per request", "µs", Scale::Linear),
-        per_backend(|point| point.cpu_us),
-        "Median over rounds; CPU per request is the robust figure on this shared machine.",
-    ));
-    let reference = backends
-        .iter()
-        .position(|name| *name == parameters.reference);
-    if let Some(reference) = reference {
-        record.figures.push(figure(
-            "response-time-reduction",
-            &format!("Reduction of mean response time relative to {}: 100·(1 − A/B)", parameters.reference),
-            Some("seed 002 Fig. 6"),
-            axis("idle robot connections", "robots", Scale::Log),
-            axis("mean response time reduction", "%", Scale::Linear),
-            backends
-                .iter()
-                .enumerate()
-                .filter(|(backend, _)| *backend != reference)
-                .map(|(backend, name)| {
-                    series(
-                        &format!("{name} vs {}", parameters.reference),
-                        (0..counts).map(|robots| {
-                            (parameters.robots[robots] as f64, reduction(points, backend, reference, robots))
-                        }),
-                    )
-                })
-                .collect(),
-            "Median of per-round values (A and B measured side by side). Above 0: A answers faster than B. \
-             Response times include the relay's 80 ms round trip.",
-        ));
-    }
-    let mut columns = vec!["robots".to_owned(), "open connections".to_owned()];
-    for name in backends {
-        columns.push(format!("{name} µs/request"));
-        columns.push(format!("{name} mean ms"));
-    }
-    columns.push("failed requests".to_owned());
-    let rows = (0..counts)
-        .map(|robots| {
-            let open: Vec<f64> = (0..backends.len())
-                .map(|backend| x(backend, robots))
-                .collect();
-            let mut row = vec![
-                thousands(parameters.robots[robots] as f64),
-                thousands(median(&open)),
-            ];
-            for backend in 0..backends.len() {
-                row.push(short(median_of(points, backend, robots, |point| {
-                    point.cpu_us
-                })));
-                row.push(short(median_of(points, backend, robots, |point| {
-                    point.mean_ms
-                })));
-            }
-            let failed: u64 = points
-                .iter()
-                .filter(|point| point.robots == robots)
-                .map(|point| point.errors)
-                .sum();
-            row.push(failed.to_string());
-            row
-        })
-        .collect();
-    record.tables.push(Table {
-        title: "Proxy CPU per request and mean response time per backend (medians over rounds)"
-            .to_owned(),
-        columns,
-        rows,
-    });
-    findings(record, parameters, backends, points, reference);
-}
-
-fn findings(
-    record: &mut ExperimentRecord,
-    parameters: &Parameters,
-    backends: &[String],
-    points: &[Point],
-    reference: Option<usize>,
-) {
-    let last = parameters.robots.len() - 1;
-    for (backend, name) in backends.iter().enumerate() {
-        let first = median_of(points, backend, 0, |point| point.cpu_us);
-        let most = median_of(points, backend, last, |point| point.cpu_us);
-        if first.is_finite() && most.is_finite() && first > 0.0 {
-            record.findings.push(format!(
-                "{name}: proxy CPU per request {} µs with {} robots, {} µs with {} ({:+.0}%).",
-                short(first),
-                thousands(parameters.robots[0] as f64),
-                short(most),
-                thousands(parameters.robots[last] as f64),
-                (most / first - 1.0) * 100.0
-            ));
-        }
-    }
-    if let Some(reference) = reference {
-        for (backend, name) in backends
-            .iter()
-            .enumerate()
-            .filter(|(backend, _)| *backend != reference)
-        {
-            let value = reduction(points, backend, reference, last);
-            if value.is_finite() {
-                record.findings.push(format!(
-                    "With {} robots, {name}'s mean response time is {:.1}% {} than {}'s (Fig. 6's 100·(1 − A/B) = {:.1}).",
-                    thousands(parameters.robots[last] as f64),
-                    value.abs(),
-                    if value >= 0.0 { "lower" } else { "higher" },
-                    parameters.reference,
-                    value
-                ));
-            }
-        }
-    }
-    let failed: u64 = points.iter().map(|point| point.errors).sum();
-    record.findings.push(if failed == 0 {
-        "No request failed.".to_owned()
-    } else {
-        format!("{failed} requests failed over the run (see the warnings).")
-    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peers_are_the_cache_hit_contenders_and_unknown_ones_say_which_exist() {
+        assert_eq!(peer_contender("squid").unwrap(), Contender::Squid);
+        assert_eq!(peer_contender("varnish").unwrap(), Contender::Varnish);
+        assert_eq!(
+            peer_contender("nginx").unwrap(),
+            Contender::NginxProxy { cache: true }
+        );
+        let error = peer_contender("apache").unwrap_err().to_string();
+        assert!(
+            error.contains("squid, varnish, nginx or haproxy"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn counts_established_connections_on_a_listening_port() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(
+            established_on(port).unwrap(),
+            0,
+            "the listener is not counted"
+        );
+        let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (_server, _) = listener.accept().unwrap();
+        assert_eq!(established_on(port).unwrap(), 1, "only the server side is");
+    }
 
     #[test]
     fn robots_are_shared_out_among_relays_within_their_descriptors() {

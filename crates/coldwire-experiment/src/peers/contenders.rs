@@ -329,6 +329,11 @@ pub(crate) fn start(contender: &Contender, target: &Target<'_>) -> anyhow::Resul
                         "default_ttl=600".into(),
                         "-p".into(),
                         "thread_pools=1".into(),
+                        // Idle client connections kept like coldwire proxy's
+                        // (--idle-timeout 600), not closed after Varnish's default 5 s:
+                        // the robots experiment holds thousands of them.
+                        "-p".into(),
+                        "timeout_idle=600".into(),
                     ]
                 }
                 Contender::Haproxy { cache, splice } => {
