@@ -73,8 +73,8 @@ impl ReloadHandle<ProxyService> {
     /// smaller budget evicts, [`coldwire_cache::Store::set_limits`]). What cannot change
     /// live is kept as it was and named in the result: the runtime's fixed settings
     /// ([`RuntimeConfig::keep_fixed`]), the mode (`--reverse`), turning the cache on or
-    /// off, the targeted cache-control field (the store is built on it), the upstream
-    /// pool's size.
+    /// off, the targeted cache-control field and the disk store (`--cache-dir`, its sizes:
+    /// the store is built on them), the upstream pool's size.
     pub fn reload(&self, mut new: ProxyConfig) -> Result<Vec<&'static str>, ServerError> {
         let old = self.service().live.current();
         let mut kept = self.reload_runtime(&old.runtime, &mut new.runtime)?;
@@ -105,6 +105,10 @@ impl ReloadHandle<ProxyService> {
             }
             None => false,
         };
+        if new.storage != old.storage {
+            new.storage = old.storage.clone();
+            kept.push("--cache-dir and its sizes (the store is built on them)");
+        }
         if new.pool_per_origin != old.pool_per_origin {
             new.pool_per_origin = old.pool_per_origin;
             kept.push("--pool-per-origin");

@@ -150,13 +150,16 @@ fn sighup_applies_a_changed_acl_while_a_keep_alive_connection_carries_on(backend
     // What cannot change live is named and left as it was.
     std::fs::write(
         &config,
-        format!("[proxy]\nlisten = \"127.0.0.1:1\"\nworkers = 2\nio = \"{backend}\"\n"),
+        format!(
+            "[proxy]\nlisten = \"127.0.0.1:1\"\nworkers = 2\nio = \"{backend}\"\ncache-dir = \"{}\"\n",
+            directory.path().join("disk-cache").display()
+        ),
     )
     .unwrap();
     proxy.signal(libc::SIGHUP).unwrap();
     let tail = wait_for_stderr(&proxy, "not changed while running");
     assert!(
-        tail.contains("--listen") && tail.contains("--workers"),
+        tail.contains("--listen") && tail.contains("--workers") && tail.contains("--cache-dir"),
         "{tail}"
     );
     assert_eq!(request(&mut kept, &get), 200);
