@@ -4,18 +4,23 @@
 # read-ahead off (COLDWIRE_READ_AHEAD=off: sendfile reads the disk on the loop), on (the
 # default: a pool of 2 threads reads cold windows first), on --io uring (file splices run in
 # the kernel's io-wq), and nginx proxy_cache with `aio threads` (a 2-thread pool, the same
-# size), side by side. Then the same objects with the page cache warm, to price the probe
-# (one cachestat per window) that read-ahead adds to every disk hit.
+# size), and Squid with a rock store (bench/squid/squid-rock.conf.in, as in
+# bench/disk-store.sh: one worker, no memory cache), side by side. Then the same objects with
+# the page cache warm, to price the probe (one cachestat per window) that read-ahead adds to
+# every disk hit.
 #
 # Per round, per object size (8 KiB, 256 KiB), per contender (alternating, each started
 # fresh on an empty cache): fill OBJECTS objects through the proxy; write the cache files
-# back and evict them (posix_fadvise DONTNEED — our own files only; dropping the whole
+# back and evict them (posix_fadvise DONTNEED on every file under the contender's cache
+# directory: coldwire's --cache-dir, nginx's proxy_cache_path, Squid's rock directory with its
+# one database file; posix_fadvise DONTNEED — our own files only; dropping the whole
 # machine's caches would disturb the other users of this shared machine); then for DURATION
 # seconds at once:
 #   - cold load: wrk -t1 -c$CONNECTIONS, each request a random one of the OBJECTS objects;
 #   - an evictor re-evicting every cache file every EVICT_EVERY seconds, so hits stay cold;
 #   - a hot client: GET /hot (1 KiB; coldwire: a memory hit; nginx: its own cache zone,
-#     never evicted) HOT_RATE times a second on one keep-alive connection, each latency
+#     never evicted; Squid: the same rock database as the cold objects, so evicted with
+#     them — Squid here has no memory cache, as in bench/disk-store.sh) HOT_RATE times a second on one keep-alive connection, each latency
 #     recorded (from sending to the last byte; a late reply delays the next request).
 # Then, evictor stopped and a WARMUP-second warm-up, a warm run (wrk -c$CONNECTIONS on the
 # same objects, all in the page cache): hits/s and the proxy's CPU µs per hit.
@@ -26,7 +31,7 @@
 # Usage: DURATION=10 ROUNDS=2 bench/disk-store-cold.sh
 # Environment: DURATION (s, 10), ROUNDS (2), WARMUP (s, 2), CONNECTIONS (16), OBJECTS (400),
 #   EVICT_EVERY (s, 0.2), HOT_RATE (/s, 50), THREADS (nginx thread pool, 2), SIZES ("8k 256k"),
-#   CONTENDERS ("coldwire-off coldwire-on coldwire-uring nginx-aio"),
+#   CONTENDERS ("coldwire-off coldwire-on coldwire-uring nginx-aio"; also "squid-rock"),
 #   COLDWIRE (target/release/coldwire), PROXY_CPU (0), CLIENT_CPU (1), OUT.
 # Output: $OUT/{cold.csv,warm.csv,tables.md,raw/}
 set -euo pipefail
@@ -63,6 +68,9 @@ die() { log "error: $*"; exit 1; }
 for tool in wrk nginx taskset curl python3; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found (apt-get install wrk nginx-light)"
 done
+if [[ " ${CONTENDERS[*]} " == *" squid-rock "* ]]; then
+    command -v squid >/dev/null 2>&1 || die "squid not found (apt-get install squid)"
+fi
 [[ -x $COLDWIRE ]] || die "$COLDWIRE missing: cargo build --release -p coldwire"
 mkdir -p "$RAW"
 
@@ -100,6 +108,28 @@ for path in [prefix + str(i) for i in range(count)] + ["/hot", "/hot"]:
     response.read()
     if response.status != 200:
         sys.exit(f"{path}: {response.status}")
+PY
+
+cat >"$WORK/hits.py" <<'PY'
+# Squid writes to its rock store after answering: requests every object (and /hot) until
+# each answers `X-Cache: HIT` (a miss fetches it again), for at most LIMIT seconds. Prints
+# the objects still missing and the seconds it took.
+import http.client, sys, time
+port, prefix, count, limit = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+missing = [prefix + str(i) for i in range(count)] + ["/hot"]
+start = time.monotonic()
+while missing and time.monotonic() - start < limit:
+    time.sleep(0.5)
+    left = []
+    for path in missing:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        if not (response.getheader("X-Cache") or "").startswith("HIT"):
+            left.append(path)
+    missing = left
+print(f"{len(missing)} {time.monotonic() - start:.1f}")
 PY
 
 cat >"$WORK/evict.py" <<'PY'
@@ -176,6 +206,7 @@ EVICTOR_PID=
 cleanup() {
     [[ -n $EVICTOR_PID ]] && kill "$EVICTOR_PID" 2>/dev/null || true
     [[ -n $CONTENDER_PID ]] && kill "$CONTENDER_PID" 2>/dev/null || true
+    [[ -f $WORK/squid-rock/squid.pid ]] && kill "$(cat "$WORK/squid-rock/squid.pid")" 2>/dev/null || true
     kill "$ORIGIN_PID" 2>/dev/null || true
     wait 2>/dev/null || true
     rm -rf "$WORK"
@@ -238,6 +269,15 @@ start_contender() {
                 -e "s|@THREADS@|$THREADS|g" "$BENCH/nginx/proxy-cache-disk-aio.conf.in" >"$dir/nginx.conf"
             taskset -c "$PROXY_CPU" nginx -c "$dir/nginx.conf" -p "$dir" >/dev/null 2>&1 &
             ;;
+        squid-rock)
+            # The rock directory is "$dir/cold/rock": the evictor walks "$dir/cold".
+            mkdir -p "$dir/cold"
+            chmod 777 "$dir/cold"
+            sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@ORIGIN_PORT@|$ORIGIN_PORT|g" -e "s|@DIR@|$dir|g" \
+                -e "s|$dir/rock|$dir/cold/rock|" "$BENCH/squid/squid-rock.conf.in" >"$dir/squid.conf"
+            taskset -c "$PROXY_CPU" squid -z -N -f "$dir/squid.conf" >/dev/null 2>&1 || true
+            taskset -c "$PROXY_CPU" squid -N -f "$dir/squid.conf" >/dev/null 2>&1 &
+            ;;
         *) die "unknown contender $name" ;;
     esac
     CONTENDER_PID=$!
@@ -248,11 +288,24 @@ stop_contender() {
     kill "$CONTENDER_PID" 2>/dev/null || true
     wait "$CONTENDER_PID" 2>/dev/null || true
     CONTENDER_PID=
+    # Squid closes its port after shutdown_lifetime (1 s): wait for it to go.
+    for _ in $(seq 1 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/hot" 2>/dev/null || break
+        sleep 0.1
+    done
     sleep 0.5
 }
 
-# Waits until coldwire's disk queue is empty (nginx writes its files before answering).
+# Waits until coldwire's disk queue is empty (nginx writes its files before answering;
+# Squid writes after answering: wait until every object answers X-Cache: HIT, up to 60 s).
 settle() {
+    if [[ $1 == squid-rock ]]; then
+        taskset -c "$CLIENT_CPU" python3 "$WORK/hits.py" "$PROXY_PORT" "/$2/" "$OBJECTS" 60 >"$RAW/settle-$3-$2-$1.txt"
+        read -r missing seconds <"$RAW/settle-$3-$2-$1.txt"
+        log "squid-rock: $missing objects not yet hits after ${seconds}s"
+        sleep 1
+        return
+    fi
     [[ $1 == coldwire-* ]] || { sleep 1; return; }
     for _ in $(seq 1 200); do
         [[ $(stat_of "$1" cache.disk.queue_depth) == 0 ]] && return 0
@@ -274,7 +327,7 @@ for round in $(seq 1 "$ROUNDS"); do
             start_contender "$contender"
             dir="$WORK/$contender/cold"
             taskset -c "$CLIENT_CPU" python3 "$WORK/fill.py" "$PROXY_PORT" "/$size/" "$OBJECTS"
-            settle "$contender"
+            settle "$contender" "$size" "$round"
             # Cold run.
             taskset -c "$CLIENT_CPU" python3 "$WORK/evict.py" "$dir" "$EVICT_EVERY" >"$RAW/evict-$round-$size-$contender.txt" &
             EVICTOR_PID=$!
@@ -349,7 +402,8 @@ for s in sizes:
               f"{med(cold, s, c, 'hot_p50_ms'):.2f} | {med(cold, s, c, 'hot_p99_ms'):.2f} | {med(cold, s, c, 'hot_max_ms'):.2f} | "
               f"{med(cold, s, c, 'file_reads_offloaded'):,.0f} | {med(cold, s, c, 'hits_on_disk'):,.0f} |")
 print()
-pairs = [("coldwire-on", "coldwire-off"), ("coldwire-on", "nginx-aio"), ("coldwire-uring", "nginx-aio")]
+pairs = [("coldwire-on", "coldwire-off"), ("coldwire-on", "nginx-aio"), ("coldwire-uring", "nginx-aio"),
+         ("coldwire-on", "squid-rock")]
 print("Per-round ratios (median): cold hits/s, and hot p50 / p99 latency (lower is better)\n")
 print("| size | pair | cold hits/s | hot p50 | hot p99 |")
 print("|---|---|---|---|---|")
@@ -366,11 +420,12 @@ for s in sizes:
         hits = med(warm, s, c, "requests")
         print(f"| {s} | {c} | {med(warm, s, c, 'hits_per_second'):,.0f} | {med(warm, s, c, 'cpu_us_per_hit'):.1f} | {med(warm, s, c, 'file_probe_calls') / max(1, hits):.2f} |")
 print()
-print("| size | coldwire-on / coldwire-off hits/s | CPU µs/hit | coldwire-on / nginx-aio hits/s | CPU µs/hit |")
-print("|---|---|---|---|---|")
+warm_pairs = [(a, b) for a, b in [("coldwire-on", "coldwire-off"), ("coldwire-on", "nginx-aio"), ("coldwire-on", "squid-rock")]
+              if a in contenders and b in contenders]
+print("| size | " + " | ".join(f"{a} / {b} hits/s | CPU µs/hit" for a, b in warm_pairs) + " |")
+print("|---" * (1 + 2 * len(warm_pairs)) + "|")
 for s in sizes:
-    print(f"| {s} | {ratio(warm, s, 'coldwire-on', 'coldwire-off', 'hits_per_second')} | {ratio(warm, s, 'coldwire-on', 'coldwire-off', 'cpu_us_per_hit')} | "
-          f"{ratio(warm, s, 'coldwire-on', 'nginx-aio', 'hits_per_second')} | {ratio(warm, s, 'coldwire-on', 'nginx-aio', 'cpu_us_per_hit')} |")
+    print(f"| {s} | " + " | ".join(f"{ratio(warm, s, a, b, 'hits_per_second')} | {ratio(warm, s, a, b, 'cpu_us_per_hit')}" for a, b in warm_pairs) + " |")
 PY
 cat "$OUT/tables.md"
 log "results in $OUT"
