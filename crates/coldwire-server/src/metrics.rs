@@ -423,7 +423,7 @@ fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::Di
     for (kind, count) in disk.io_errors_by_kind.labelled() {
         errors.sample("", &[("kind", kind)], count);
     }
-    let single: [(&'static str, &str, &str, u64); 11] = [
+    let single: [(&'static str, &str, &str, u64); 15] = [
         (
             "coldwire_cache_disk_written_bytes_total",
             "counter",
@@ -490,6 +490,31 @@ fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::Di
             "gauge",
             "Objects the disk store found intact at start-up.",
             disk.recovered,
+        ),
+        (
+            "coldwire_cache_disk_ring_writes_submitted_total",
+            "counter",
+            "Segment writes (records, kills) submitted on the workers' io_uring rings \
+             (--io uring without --disk-thread-writes; a short write's rest counts again).",
+            disk.ring_writes_submitted,
+        ),
+        (
+            "coldwire_cache_disk_ring_writes_completed_total",
+            "counter",
+            "Segment writes completed on the workers' io_uring rings.",
+            disk.ring_writes_completed,
+        ),
+        (
+            "coldwire_cache_disk_ring_syncs_submitted_total",
+            "counter",
+            "Data syncs of segment files submitted on the workers' io_uring rings.",
+            disk.ring_syncs_submitted,
+        ),
+        (
+            "coldwire_cache_disk_ring_syncs_completed_total",
+            "counter",
+            "Data syncs completed on the workers' io_uring rings.",
+            disk.ring_syncs_completed,
         ),
     ];
     for (name, kind, help, value) in single {

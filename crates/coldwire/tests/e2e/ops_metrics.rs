@@ -246,6 +246,11 @@ fn proxy_metrics_count_the_disk_store() {
     assert_eq!(value("coldwire_cache_disk_dropped_total", &[]), 0.0);
     assert_eq!(value("coldwire_cache_disk_segments", &[]), 1.0);
     assert_eq!(value("coldwire_cache_disk_recovered_objects", &[]), 0.0);
+    // epoll: the store's I/O thread writes, nothing goes through a ring.
+    assert_eq!(
+        value("coldwire_cache_disk_ring_writes_submitted_total", &[]),
+        0.0
+    );
     assert_eq!(
         value("coldwire_cache_disk_evacuated_objects_total", &[]),
         0.0
@@ -263,6 +268,71 @@ fn proxy_metrics_count_the_disk_store() {
     assert_eq!(cache["hits_in_memory"], 1, "{stats}");
     assert_eq!(cache["hit_bytes_on_disk"], 4096, "{stats}");
     assert_eq!(cache["disk"]["io_errors_by_kind"]["io"], 0, "{stats}");
+}
+
+/// On `--io uring` the disk store's segment writes and syncs go through the workers'
+/// rings: the four ring counters are Prometheus series with the numbers `/stats` has
+/// (writes submitted, all completed once the queue is empty).
+#[test]
+fn proxy_metrics_count_the_disk_store_ring_writes_on_uring() {
+    if !coldwire_io::backend::test_can_run(coldwire_io::Backend::Uring) {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().expect("a directory");
+    let dir_arg = dir.path().to_str().expect("a UTF-8 path");
+    let proxy = Proxy::start("uring", &["--admin", "127.0.0.1:0", "--cache-dir", dir_arg]);
+    via_proxy(&proxy, &[], &origin.url("/cacheable"));
+    via_proxy(&proxy, &[], &origin.url("/big?n=4096"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let disk = proxy.stats()["cache"]["disk"].clone();
+        if disk["objects_written"] == 2 && disk["queue_depth"] == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the disk store never wrote both: {disk}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let metrics_url = proxy
+        .stats_url
+        .clone()
+        .expect("a stats line")
+        .replace("/stats", "/metrics");
+    let fields = [
+        "ring_writes_submitted",
+        "ring_writes_completed",
+        "ring_syncs_submitted",
+        "ring_syncs_completed",
+    ];
+    let ring = |disk: &serde_json::Value| fields.map(|field| disk[field].as_u64());
+    // The store syncs on a timer of its own: compare with a scrape that falls between two
+    // reads of /stats that agree.
+    let (metrics, disk) = loop {
+        let before = proxy.stats()["cache"]["disk"].clone();
+        let metrics = scrape(&metrics_url);
+        let after = proxy.stats()["cache"]["disk"].clone();
+        if ring(&before) == ring(&after) {
+            break (metrics, after);
+        }
+        assert!(Instant::now() < deadline, "the ring counters never settled");
+    };
+    for field in fields {
+        let name = format!("coldwire_cache_disk_{field}_total");
+        assert!(
+            metrics.samples.iter().any(|sample| sample.metric == name),
+            "no {name} series"
+        );
+        assert_eq!(
+            total(&metrics, &name, &[]),
+            disk[field].as_u64().expect("a counter") as f64,
+            "{name} against /stats: {disk}"
+        );
+    }
+    assert!(disk["ring_writes_submitted"].as_u64() > Some(0), "{disk}");
+    assert_eq!(disk["ring_writes_submitted"], disk["ring_writes_completed"]);
 }
 
 fn run(args: &[&str]) -> (bool, String, String) {
