@@ -110,6 +110,12 @@ pub struct LoopCounters {
     /// turn, as the readiness driver stops accepting after a batch.
     #[serde(default)]
     pub accept_throttles: u64,
+    /// Times accepting stopped short of the connection limit to keep a slot for the
+    /// upstream connection of a client just accepted (`DriverConfig::reserve_upstream`,
+    /// the proxy): clients wait in the listen queue (or io_uring's backlog) instead of
+    /// taking the slots their own requests need.
+    #[serde(default)]
+    pub accept_holds: u64,
 }
 
 impl LoopCounters {
@@ -175,6 +181,7 @@ impl LoopCounters {
             closing_connections,
             accept_backlog,
             accept_throttles,
+            accept_holds,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -210,5 +217,6 @@ impl LoopCounters {
         self.closing_connections += closing_connections;
         self.accept_backlog += accept_backlog;
         self.accept_throttles += accept_throttles;
+        self.accept_holds += accept_holds;
     }
 }

@@ -149,6 +149,9 @@ pub struct UringDriver {
     /// Connections adopted from accepts in this turn (see `accept.rs`: at most
     /// `DriverConfig::accept_batch` per turn).
     pub(super) turn_accepts: usize,
+    /// Connections adopted in the last turn: their requests are handled after this one,
+    /// and may need slots for upstream connections (`DriverConfig::reserve_upstream`).
+    pub(super) last_turn_accepts: usize,
     /// The turn's accept batch is used up: the armed accepts were cancelled and what the
     /// kernel accepted meanwhile waits in the backlog until the next turn.
     pub(super) accept_throttled: bool,
@@ -218,6 +221,7 @@ impl UringDriver {
             backlog: VecDeque::new(),
             accepting: AcceptGate::default(),
             turn_accepts: 0,
+            last_turn_accepts: 0,
             accept_throttled: false,
             output_pools: OutputPools::default(),
             send_pool: Vec::new(),
@@ -317,7 +321,7 @@ impl UringDriver {
     }
 
     pub(super) fn wait_timeout(&self, requested: Option<Duration>) -> Option<Duration> {
-        if !self.completions.is_empty() {
+        if !self.completions.is_empty() || self.holding_for_upstream() {
             return Some(Duration::ZERO);
         }
         let deadlines = [self.timers.next_deadline(), self.accepting.resumes_at()];
