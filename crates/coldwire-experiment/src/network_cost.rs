@@ -222,17 +222,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                 ..Line::default()
             });
         }
-        let sweeps: Vec<(bool, f64, u64)> = parameters
-            .connections
-            .iter()
-            .map(|&connections| (false, connections as f64, connections))
-            .chain(
-                parameters
-                    .rtt_ms
-                    .iter()
-                    .map(|&rtt| (true, rtt, parameters.rtt_connections)),
-            )
-            .collect();
+        let sweeps = crate::connections_latency::sweeps(
+            &parameters.connections,
+            &parameters.rtt_ms,
+            parameters.rtt_connections,
+        );
         for &(is_rtt, x, connections) in &sweeps {
             for (offset, &kind) in kinds.iter().enumerate() {
                 port = port.wrapping_add(1).max(20_000);

@@ -155,7 +155,7 @@ pub(crate) fn stats(url: &str) -> anyhow::Result<serde_json::Value> {
         .parse()
         .with_context(|| format!("unexpected stats address in {url}"))?;
     let (_, body) = get(address, &format!("/{path}"))?;
-    serde_json::from_slice(&body).context("the proxy's stats are not JSON")
+    serde_json::from_slice(&body).with_context(|| format!("the stats at {url} are not JSON"))
 }
 
 /// Runs the experiment.

@@ -31,7 +31,9 @@ use super::program::{
     BPF_MAP_DELETE_ELEM, BPF_MAP_LOOKUP_ELEM, BPF_MAP_TYPE_HASH, BPF_MAP_TYPE_SOCKHASH,
     BPF_MAP_UPDATE_ELEM, BPF_PROG_ATTACH, BPF_SK_SKB_STREAM_VERDICT, bpf, create_map,
 };
-use super::{Attach, MapElement, SockmapError, cookie, refused, tcp_info, written};
+use super::{
+    Attach, MapElement, SockmapError, cookie, refused, set_receive_low_water, tcp_info, written,
+};
 
 /// A value of the `bodies` map (the programs read it at these offsets).
 #[repr(C)]
@@ -327,23 +329,6 @@ fn queued(socket: RawFd) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(count.max(0) as u64)
-}
-
-fn set_receive_low_water(socket: RawFd, bytes: libc::c_int) -> io::Result<()> {
-    // SAFETY: SO_RCVLOWAT reads one int from `bytes`, whose size is given.
-    let result = unsafe {
-        libc::setsockopt(
-            socket,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            &bytes as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Reads and clears the socket's pending error (`SO_ERROR`).

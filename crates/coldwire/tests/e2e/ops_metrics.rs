@@ -13,6 +13,8 @@ use coldwire_testkit::{
 };
 use prometheus_parse::{Scrape, Value};
 
+use crate::browser::{check_script, chromium_installed};
+
 coldwire_testkit::backend_tests! {
     metrics_parse_as_prometheus_text_with_the_requests_served,
     the_stats_log_gets_a_line_per_interval_holding_the_requests,
@@ -391,18 +393,8 @@ fn report_turns_a_stats_log_into_figures_and_a_regression() {
     }
     assert!(out.join("index.html").is_file());
     if chromium_installed() {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-report-in-browser.sh");
-        let output = Command::new("bash")
-            .arg(script)
-            .arg(out.join("index.html"))
-            .output()
-            .expect("the script runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let (passed, text) = check_script("check-report-in-browser.sh", out.join("index.html"));
+        assert!(passed, "{text}");
     }
 
     std::fs::write(&log, "{\"not\": \"a stats line\"}\n").unwrap();
@@ -473,26 +465,5 @@ fn the_live_page_updates_in_a_browser_without_errors() {
 }
 
 fn live_page_check(url: &str) -> (bool, String) {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-live-page-in-browser.sh");
-    let output = Command::new("bash")
-        .arg(script)
-        .arg(url)
-        .output()
-        .expect("the script runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
-}
-
-fn chromium_installed() -> bool {
-    ["chromium", "chromium-browser"].iter().any(|name| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {name}")])
-            .output()
-            .is_ok_and(|output| output.status.success())
-    })
+    check_script("check-live-page-in-browser.sh", url)
 }
