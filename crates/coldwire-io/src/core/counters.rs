@@ -83,6 +83,10 @@ pub struct LoopCounters {
     /// full in the middle of a turn (included in `uring_enter_calls`).
     #[serde(default)]
     pub uring_sq_full_enters: u64,
+    /// io_uring backends: waits that batched completions (`--uring-min-wait`: asked for a
+    /// batch, bounded by the minimum wait; included in `wait_calls`).
+    #[serde(default)]
+    pub uring_batched_waits: u64,
     /// Readiness backends: page-cache residency probes (`cachestat`, or the `mincore`
     /// fallback) made before sending a window of a file.
     #[serde(default)]
@@ -175,6 +179,7 @@ impl LoopCounters {
             uring_recv_no_buffers,
             uring_cq_overflows,
             uring_sq_full_enters,
+            uring_batched_waits,
             file_probe_calls,
             file_reads_offloaded,
             kernel_bodies,
@@ -211,6 +216,7 @@ impl LoopCounters {
         self.uring_recv_no_buffers += uring_recv_no_buffers;
         self.uring_cq_overflows += uring_cq_overflows;
         self.uring_sq_full_enters += uring_sq_full_enters;
+        self.uring_batched_waits += uring_batched_waits;
         self.file_probe_calls += file_probe_calls;
         self.file_reads_offloaded += file_reads_offloaded;
         self.kernel_bodies += kernel_bodies;
