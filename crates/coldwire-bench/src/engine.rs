@@ -408,7 +408,7 @@ impl<D: Driver> Engine<D> {
                 break;
             }
             if now >= drain_until {
-                abandoned = self.abandon_outstanding();
+                abandoned = self.abandon_outstanding(true);
                 break;
             }
             if now >= next_progress {
@@ -458,7 +458,9 @@ impl<D: Driver> Engine<D> {
         let window = end.saturating_duration_since(window_start);
         if interrupted {
             self.issuing = false;
-            abandoned += self.abandon_outstanding();
+            // Cut short by the user (Ctrl-C), not failed by the server: as wrk, requests
+            // still in flight are left out of the counts instead of becoming timeouts.
+            abandoned += self.abandon_outstanding(false);
             if window_started && !window_closed {
                 observer.window_ended();
             }
@@ -522,13 +524,14 @@ impl<D: Driver> Engine<D> {
         }
     }
 
-    /// Gives up on every outstanding request (the drain bound passed or the run stopped):
-    /// counts them as timeouts and closes their connections. Returns how many.
-    fn abandon_outstanding(&mut self) -> u64 {
+    /// Gives up on every outstanding request (the drain bound passed or the run stopped)
+    /// and closes their connections; counts them as timeouts when `as_errors` (the drain
+    /// bound passed, not an interrupt). Returns how many.
+    fn abandon_outstanding(&mut self, as_errors: bool) -> u64 {
         let mut abandoned = 0;
         let waiting: Vec<Pending> = self.backlog.drain(..).collect();
         for pending in waiting {
-            if pending.measured {
+            if pending.measured && as_errors {
                 self.count_error(ErrorKind::QueueTimeout);
             }
             abandoned += 1;
@@ -543,7 +546,11 @@ impl<D: Driver> Engine<D> {
             .collect();
         for id in busy {
             abandoned += 1;
-            self.fail_hot(id, ErrorKind::Timeout);
+            if as_errors {
+                self.fail_hot(id, ErrorKind::Timeout);
+            } else {
+                self.close_hot(id);
+            }
         }
         abandoned
     }

@@ -206,7 +206,8 @@ pub struct PhaseReport {
     pub cold_closed_by_server: u64,
     /// Per second of the window: completed, succeeded, errors, missed.
     pub intervals: Vec<crate::recorder::Interval>,
-    /// Requests abandoned when the phase's drain bound passed (counted as timeouts).
+    /// Requests abandoned when the phase's drain bound passed (counted as timeouts) or
+    /// cut by an interrupt (SIGINT/SIGTERM; not counted as errors).
     pub abandoned: u64,
     /// The run was interrupted during this phase.
     pub interrupted: bool,

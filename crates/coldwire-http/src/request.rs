@@ -14,7 +14,7 @@
 use std::mem::MaybeUninit;
 
 use crate::error::HttpError;
-use crate::fields::{has_token, trim_ows};
+use crate::fields::{comma_list, has_token, trim_ows};
 use crate::framing::{BodyFraming, FramingScan};
 use crate::limits::{Limits, MAX_HEADERS_CAP};
 use crate::method::Method;
@@ -90,7 +90,9 @@ pub struct RequestHead<'b> {
 /// - no complete head within [`Limits::max_head_bytes`] → [`HttpError::HeadTooLarge`] (431);
 /// - more than [`Limits::max_headers`] fields → [`HttpError::TooManyHeaders`] (431);
 /// - syntax errors, bad `Host` or bad framing → [`HttpError::BadRequest`] (400);
-/// - a transfer coding other than `chunked` → [`HttpError::NotImplemented`] (501).
+/// - a transfer coding other than `chunked` → [`HttpError::NotImplemented`] (501);
+/// - an `Expect` member other than `100-continue` → [`HttpError::ExpectationFailed`] (417,
+///   checked after framing, so a smuggling attempt is still a 400).
 ///
 /// Leading empty lines before the request line are skipped (RFC 9112 §2.2) and count towards
 /// `head_len`. Bare LF line endings are accepted in the head, as httparse does.
@@ -173,6 +175,7 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
     let mut host_count = 0u32;
     let mut connection_close = false;
     let mut connection_keep_alive = false;
+    let mut unknown_expectation = false;
     for (slot, header) in head.line_starts.iter_mut().zip(request.headers.iter()) {
         // The window is at most MAX_HEAD_BYTES_CAP long, so offsets fit in u32.
         *slot = (header.name.as_ptr() as usize).wrapping_sub(base) as u32;
@@ -188,10 +191,14 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
                 }
             }
             5 if name.eq_ignore_ascii_case(b"range") => head.present_fields |= field_flags::RANGE,
-            6 if name.eq_ignore_ascii_case(b"expect")
-                && trim_ows(value).eq_ignore_ascii_case(b"100-continue") =>
-            {
-                head.expects_continue = version == Version::Http11;
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                for expectation in comma_list(value) {
+                    if expectation.eq_ignore_ascii_case(b"100-continue") {
+                        head.expects_continue = version == Version::Http11;
+                    } else {
+                        unknown_expectation = true;
+                    }
+                }
             }
             8 if name.eq_ignore_ascii_case(b"if-match") => {
                 head.present_fields |= field_flags::IF_MATCH;
@@ -234,6 +241,9 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
         return Err(HttpError::BadRequest("missing Host"));
     }
     head.framing = framing.finish_request(version)?;
+    if unknown_expectation {
+        return Err(HttpError::ExpectationFailed);
+    }
     head.keep_alive = match version {
         Version::Http11 => !connection_close,
         Version::Http10 => connection_keep_alive && !connection_close,

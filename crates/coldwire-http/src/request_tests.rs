@@ -174,6 +174,25 @@ fn expect_continue_only_for_http11() {
 }
 
 #[test]
+fn rfc9110_section_10_1_1_unknown_expectations_are_417() {
+    for input in [
+        &b"GET / HTTP/1.1\r\nHost: a\r\nExpect: foo\r\n\r\n"[..],
+        b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, x=y\r\nContent-Length: 1\r\n\r\n",
+        b"GET / HTTP/1.0\r\nExpect: 200-ok\r\n\r\n",
+    ] {
+        assert_eq!(status_of(input), 417, "{}", String::from_utf8_lossy(input));
+    }
+    // Framing errors still win: the connection cannot be trusted either way.
+    assert_eq!(
+        status_of(b"POST / HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+        400
+    );
+    // An empty list expects nothing.
+    let (head, _) = complete(b"GET / HTTP/1.1\r\nHost: a\r\nExpect: ,\r\n\r\n");
+    assert!(!head.expects_continue());
+}
+
+#[test]
 fn repeated_headers_are_all_visible() {
     let (head, _) = complete(
         b"GET / HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"a\"\r\nif-none-match: \"b\"\r\n\r\n",

@@ -125,6 +125,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         |worker| worker.http.connection_limit_reached,
     ),
     (
+        "coldwire_connection_limit_descriptors_total",
+        "counter",
+        "Of the connection_limit_reached 503s, those for want of descriptors or socket memory (raise the open-files limit); the rest found the worker at --max-connections.",
+        |worker| worker.http.connection_limit_descriptors,
+    ),
+    (
         "coldwire_tunnels_sockmap_total",
         "counter",
         "Proxy CONNECT tunnels spliced in the kernel by the BPF sockmap (--data-path sockmap).",
@@ -159,6 +165,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         "counter",
         "Times accepting paused for lack of descriptors or the connection limit.",
         |worker| worker.loop_counters.accept_pauses,
+    ),
+    (
+        "coldwire_accept_holds_total",
+        "counter",
+        "Times the proxy stopped accepting short of the connection limit to keep slots for the upstream connections of clients just accepted.",
+        |worker| worker.loop_counters.accept_holds,
     ),
     (
         "coldwire_would_block_total",

@@ -69,7 +69,14 @@ impl Service for OriginService {
             source,
         };
         if !root.is_dir() {
-            let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory");
+            // Say which: a typo in the path and a file given for a directory are fixed
+            // differently.
+            let what = if root.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            };
+            let source = std::io::Error::new(std::io::ErrorKind::NotFound, what);
             return Err(fail(source));
         }
         // Readable by this user (a root it may not list would answer every request 404).

@@ -81,15 +81,28 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub proxy: Option<SocketAddr>,
     /// Offered requests per second (open loop, as wrk2's -R), or `max` (closed loop, as
-    /// wrk: for ceilings, not latency).
-    #[arg(short = 'R', long, default_value = "1000", value_parser = parse_rate)]
-    pub rate: Rate,
+    /// wrk: for ceilings, not latency). Default: 1000 (open loop).
+    #[arg(short = 'R', long, value_parser = parse_rate)]
+    pub rate: Option<Rate>,
     /// Arrival process: constant or poisson.
     #[arg(long, default_value = "constant", value_parser = parse_arrivals)]
     pub arrivals: Arrivals,
     /// Most hot connections open at once (each carries one request at a time).
     #[arg(short, long, default_value_t = 50)]
     pub connections: usize,
+    /// wrk's thread count, accepted so that wrk's command lines run: the generator is one
+    /// event loop on one thread whatever the value (tens of thousands of requests/s on a
+    /// core; for more, run one instance per core). A value other than 1 prints a note.
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// wrk's `--latency`, accepted: the latency distribution is always printed.
+    #[arg(long)]
+    pub latency: bool,
+    /// A number of requests (ab's, hey's and oha's `-n`) is not how coldwire bench runs:
+    /// it runs for a duration (`-d`); given, the run stops with an error that says what to
+    /// write instead.
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
     /// Requests per hot connection before it is replaced (1 = a new connection per request;
     /// 0 = unlimited keep-alive).
     #[arg(long, default_value_t = 0, value_name = "K")]
@@ -121,8 +134,9 @@ pub struct BenchArgs {
     /// Time between two trickled bytes (a plain number is seconds).
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
     pub trickle_interval: Duration,
-    /// Measured time per phase or saturation step (`30s`, `2m`; a plain number is seconds).
-    #[arg(short, long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    /// Measured time per phase or saturation step (`30s`, `2m`; a plain number is seconds;
+    /// `-z` as oha's).
+    #[arg(short, short_alias = 'z', long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Duration,
     /// Load before measuring, per phase or step (a plain number is seconds).
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
@@ -250,6 +264,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub robots: Option<usize>,
 }
+
+impl BenchArgs {
+    /// The offered rate: `--rate`, or 1,000 requests/s (open loop) when it is not given.
+    pub fn rate(&self) -> Rate {
+        self.rate.unwrap_or(DEFAULT_RATE)
+    }
+}
+
+/// The rate offered when `--rate` is not given.
+pub const DEFAULT_RATE: Rate = Rate::PerSecond(1000.0);
 
 fn parse_rate(text: &str) -> Result<Rate, String> {
     if text.eq_ignore_ascii_case("max") {
@@ -503,6 +527,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     if let Some(trace) = &arguments.replay {
         return crate::replay::run(&arguments, trace, &stop);
     }
+    crate::bench_args::check_habits(&arguments)?;
     let urls: Vec<&String> = arguments.urls.iter().collect();
     if urls.is_empty() {
         if arguments.spawn.is_some() || arguments.server_pid.is_some() || arguments.proxy.is_some()
@@ -539,7 +564,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let warmup = arguments.warmup;
     let duration = arguments.duration;
     let saturate = if arguments.saturate {
-        let Rate::PerSecond(start_rate) = arguments.rate else {
+        let Rate::PerSecond(start_rate) = arguments.rate() else {
             bail!("--saturate steps an open-loop rate: give the first one with --rate N");
         };
         if !(arguments.saturate_factor.is_finite() && arguments.saturate_factor > 1.0) {
@@ -586,11 +611,11 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let plan = BenchPlan {
         name: "run".into(),
         phases: vec![PhasePlan {
-            label: match arguments.rate {
+            label: match arguments.rate() {
                 Rate::PerSecond(rate) => format!("{rate:.0}/s"),
                 Rate::Max => "max".into(),
             },
-            rate: arguments.rate,
+            rate: arguments.rate(),
             warmup,
             duration,
         }],
@@ -602,7 +627,13 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     };
     let started = unix_seconds();
     if !arguments.quiet {
-        let line = coldwire_bench::table::wrap(&crate::bench_args::describe(&load, &plan), 2);
+        let mut line = crate::bench_args::describe(&load, &plan);
+        if arguments.rate.is_none() && !arguments.saturate {
+            line.push_str(
+                " (1,000/s is the default: -R N sets the rate, -R max runs wrk's closed loop)",
+            );
+        }
+        let line = coldwire_bench::table::wrap(&line, 2);
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
     let thresholds = crate::bench_args::thresholds(&arguments);

@@ -3,6 +3,7 @@
 //! `--body`, `--body-file`), the thresholds (`--max-error-rate`, `--p50` … `--p999`), the
 //! line describing the run before it starts, and the exit statuses in `--help`.
 
+use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -26,7 +27,7 @@ Exit status:
   0   the run completed and every threshold held
   1   the run could not be done (a host that does not resolve, a --spawn server
       that did not start, too few descriptors, ...); the message says what to do
-  2   the command line is wrong
+  64  the command line is wrong (EX_USAGE, as every coldwire subcommand)
   99  a threshold failed: errors above --max-error-rate (1% by default) or a
       latency above --p50/--p90/--p99/--p999 (not checked with --saturate)";
 
@@ -102,6 +103,40 @@ pub fn thresholds(arguments: &BenchArgs) -> Thresholds {
         max_error_rate: arguments.max_error_rate,
         latency,
     }
+}
+
+/// The flags of other load testers that coldwire bench accepts but reads differently: `-n`
+/// (a request count) stops with what to write instead; `-t N` (wrk's threads) runs, with
+/// a note on stderr that the generator is one thread and, without `-R`, not wrk's closed
+/// loop.
+pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(requests) = arguments.requests {
+        return Err(crate::exit_status::usage(anyhow::anyhow!(
+            "-n {requests}: coldwire bench runs for a duration, not a number of requests; \
+             write -d (e.g. -d 10s, -d 1m) with -R RATE for an open loop (-R 1000 -d 10s \
+             offers 10,000 requests) or -R max to send as fast as the server answers"
+        )));
+    }
+    if let Some(threads) = arguments.threads
+        && threads != 1
+    {
+        let closed_loop = match arguments.rate {
+            None => {
+                " Without -R it offers 1,000 requests/s (open loop): add -R max for \
+                     wrk's closed loop."
+            }
+            Some(_) => "",
+        };
+        let note = format!(
+            "coldwire bench: note: -t {threads} is ignored: the generator is one event loop \
+             on one thread (tens of thousands of requests/s on a core; for more, run one \
+             instance per core).{closed_loop}"
+        );
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(coldwire_bench::table::wrap(&note, 2).as_bytes());
+    }
+    Ok(())
 }
 
 fn human(duration: Duration) -> String {
@@ -187,7 +222,7 @@ mod tests {
         assert_eq!(arguments.positional_urls, ["http://127.0.0.1:8080/x"]);
         assert_eq!(arguments.connections, 100);
         assert_eq!(arguments.duration, Duration::from_secs(120));
-        assert_eq!(arguments.rate, Rate::PerSecond(2000.0));
+        assert_eq!(arguments.rate(), Rate::PerSecond(2000.0));
         assert_eq!(
             arguments.headers,
             [("A".into(), "b".into()), ("C".into(), "d".into())]
@@ -231,7 +266,7 @@ mod tests {
         assert_eq!(arguments.rtt, Duration::from_millis(80));
         assert_eq!(arguments.late_limit, 1000.0);
         assert_eq!(arguments.saturate_p99, Duration::from_millis(50));
-        assert_eq!(arguments.rate, Rate::Max);
+        assert_eq!(arguments.rate(), Rate::Max);
         assert!(request_options(&arguments).unwrap().body.is_empty());
     }
 

@@ -131,7 +131,13 @@ impl<D: Driver> Worker<D> {
         output: &mut Output,
     ) -> Routed {
         let problem = Problem::new(Status::FORBIDDEN, ProblemKind::HttpRequestDenied)
-            .details(format!("CONNECT to port {port}"))
+            // The details go to Proxy-Status and the error log too: curl shows neither a
+            // refused CONNECT's body nor more than "CONNECT tunnel failed, response 403",
+            // so the flag to give is named where `curl -v` and the operator look.
+            .details(format!(
+                "CONNECT to port {port} refused: 443 only; allow it with --connect-port {port} \
+                 or --connect-any-port"
+            ))
             .advice(connect_port_refusal(port));
         self.answer_problem(client, head.version(), &problem, false, output)
     }

@@ -398,3 +398,74 @@ fn bad_flags_show_the_accepted_forms() {
         assert!(stderr.contains(expected), "{arguments:?}: {stderr}");
     }
 }
+
+#[test]
+fn wrk_and_oha_command_lines_run_with_a_note_for_threads() {
+    let (address, _) = spawn_server::<Recorded>(recording);
+    let url = format!("http://{address}/");
+    // wrk: `-t2 -c4 -d… --latency URL`; -R max for its closed loop.
+    let output = bench(&[
+        "-t2",
+        "-c4",
+        "-d",
+        "0.5s",
+        "--latency",
+        "--warmup",
+        "0",
+        "-R",
+        "max",
+        &url,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("-t 2 is ignored"), "{stderr}");
+    assert!(!stderr.contains("add -R max"), "-R was given: {stderr}");
+    assert!(stdout(&output).contains("Latency"), "{}", explain(&output));
+    // Without -R, the note says the run is not wrk's closed loop.
+    let output = bench(&["-t", "2", "-d", "0.2", "--warmup", "0", "-R", "50", &url]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let output = bench(&["-t", "4", "-z", "0.2s", "--warmup", "0", &url]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("add -R max"), "{stderr}");
+    // -t 1 is what the generator does: no note.
+    let output = bench(&["-t1", "-d", "0.2", "--warmup", "0", "-R", "50", &url]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("ignored"));
+}
+
+#[test]
+fn a_request_count_says_to_give_a_duration() {
+    let output = bench(&["-n", "10000", "-c", "50", "http://127.0.0.1:9/"]);
+    assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not a number of requests"), "{stderr}");
+    assert!(stderr.contains("-d 10s"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_reports_what_ran_without_counting_requests_in_flight_as_errors() {
+    // Every request takes 30 ms: at any moment each of the 4 connections has one in flight.
+    let (address, _) = spawn_server::<Nothing>(slow);
+    let url = format!("http://{address}/");
+    let child = Command::new(COLDWIRE)
+        .args([
+            "bench", "-q", "-c", "4", "-d", "60s", "--warmup", "0", "-R", "max", &url,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it send requests, then press Ctrl-C.
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on the pid of the child this test started and has not waited for.
+    let sent = unsafe { libc::kill(pid, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let text = stdout(&output);
+    assert!(text.contains("interrupted"), "{text}");
+    assert!(!text.contains("timeout ×"), "{text}");
+    assert!(text.contains("✓ errors ≤ 1%  0.00% (0 of "), "{text}");
+}

@@ -313,7 +313,7 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
         (
             &["serve", "--root", &missing, "--listen", "127.0.0.1:0"],
             66,
-            &["document root", "--root"],
+            &["document root", "no such directory", "--root"],
         ),
         (
             &["serve", "--config", &bad_config],

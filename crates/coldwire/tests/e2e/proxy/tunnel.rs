@@ -94,6 +94,16 @@ pub(super) fn connect_is_limited_to_allowed_ports(backend: &str) {
     let proxy = Proxy::start(backend, &[]);
     let (mut stream, head) = connect_through(&proxy, &target);
     assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    // curl hides a refused CONNECT's body: the Proxy-Status field (curl -v) names the flag.
+    assert!(
+        head.contains(&format!(
+            "Proxy-Status: coldwire; error=http_request_denied; details=\"CONNECT to port {} \
+             refused: 443 only; allow it with --connect-port {} or --connect-any-port\"",
+            echo.port(),
+            echo.port()
+        )),
+        "{head}"
+    );
     let body = String::from_utf8_lossy(&read_rest(&mut stream)).into_owned();
     assert!(
         body.contains(&format!("--connect-port {}", echo.port())),
