@@ -75,8 +75,6 @@ cleanup() {
 trap cleanup EXIT
 sleep 0.5
 
-origin_requests() { [[ -f $WORK/origin.log ]] && wc -l <"$WORK/origin.log" || echo 0; }
-
 start_contender() {
     local name=$1 dir="$WORK/$1"
     rm -rf "$dir"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/lib.sh: what the shell benchmarks share (sourced, not run): logging, tool checks,
-# the origin's files and process, waiting for a port, a process tree's CPU, wrk's numbers.
+# the origin's files, process and request count, waiting for a port, a process tree's CPU,
+# wrk's numbers, stopping what a script started.
 # A script sets REPO, COLDWIRE, CLIENT_CPU (and WORK for its files) before calling these.
 # shellcheck shell=bash
 
@@ -35,6 +36,10 @@ start_origin() {
         --workers 1 "$@" >/dev/null 2>&1 &
     ORIGIN_PID=$!
 }
+
+# origin_requests: requests the origin has answered so far, the lines of its access log
+# ($WORK/origin.log, when started with `--access-log "$WORK/origin.log"`).
+origin_requests() { [[ -f $WORK/origin.log ]] && wc -l <"$WORK/origin.log" || echo 0; }
 
 # wait_port PORT [PATH] [TRIES]: until a GET of PATH (/) on 127.0.0.1:PORT answers, every
 # 0.1 s, TRIES (100) times at most; fails if it never did.

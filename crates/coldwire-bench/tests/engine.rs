@@ -17,6 +17,10 @@ use coldwire_bench::{
 };
 use coldwire_io::{DriverConfig, EpollPoller, ReadinessDriver};
 
+mod support;
+
+use support::StallLate;
+
 /// What the test server does with each request.
 #[derive(Clone, Copy)]
 enum Behaviour {
@@ -278,22 +282,6 @@ fn slots_missed_while_the_generator_stalls_are_counted_not_burst() {
         "no slot was sent later than the limit (no catch-up burst): {} ns",
         recorder.lateness.max()
     );
-}
-
-/// Stalls the generator's loop once, at the first progress report past `after`.
-struct StallLate {
-    after: Duration,
-    pause: Duration,
-    done: bool,
-}
-
-impl coldwire_bench::PhaseObserver for StallLate {
-    fn progress(&mut self, progress: &coldwire_bench::Progress) {
-        if !self.done && progress.elapsed >= self.after {
-            self.done = true;
-            thread::sleep(self.pause);
-        }
-    }
 }
 
 #[test]
