@@ -296,12 +296,53 @@ fn map_httparse_error(error: httparse::Error) -> HttpError {
     }
 }
 
-/// `Host` = uri-host [ ":" port ]; we accept the characters of reg-name, IP-literal and port
-/// (RFC 3986) and nothing else, so a host can never smuggle `/`, `\`, spaces or controls into
-/// virtual-host lookups or logs. An empty value is allowed (RFC 9112 §3.2).
+/// `Host` = uri-host [ ":" port ] (RFC 9112 §3.2, RFC 3986 §3.2.2): an IP-literal in
+/// brackets, or a reg-name / IPv4 address of unreserved, sub-delims and well-formed `%HH`
+/// characters; then optionally `:` and digits. Anything else — a second `:`, an unclosed
+/// bracket, `%zz`, `/`, `\`, spaces, controls — is invalid (400), so a host can never
+/// smuggle a path or a second port into virtual-host lookups, upstream `Host` or logs. An
+/// empty value is allowed (RFC 9112 §3.2).
 pub(crate) fn is_valid_host(value: &[u8]) -> bool {
-    value.iter().all(|&byte| {
-        byte.is_ascii_alphanumeric()
+    let (host, port) = if let Some(inside) = value.strip_prefix(b"[") {
+        let Some(close) = inside.iter().position(|&byte| byte == b']') else {
+            return false;
+        };
+        let (literal, after) = inside.split_at(close);
+        let literal_is_valid = !literal.is_empty()
+            && literal
+                .iter()
+                .all(|&byte| byte.is_ascii_hexdigit() || matches!(byte, b':' | b'.' | b'v' | b'V'));
+        if !literal_is_valid {
+            return false;
+        }
+        (&[][..], after.get(1..).unwrap_or(&[]))
+    } else {
+        match value.iter().position(|&byte| byte == b':') {
+            Some(colon) => (&value[..colon], &value[colon..]),
+            None => (value, &[][..]),
+        }
+    };
+    let port_is_valid = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    port_is_valid && is_reg_name(host)
+}
+
+/// RFC 3986 reg-name: unreserved, sub-delims and `%HH` (also covers IPv4 addresses).
+fn is_reg_name(host: &[u8]) -> bool {
+    let mut index = 0;
+    while let Some(&byte) = host.get(index) {
+        if byte == b'%' {
+            let hex = host.get(index + 1..index + 3);
+            if !hex.is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit)) {
+                return false;
+            }
+            index += 3;
+            continue;
+        }
+        let allowed = byte.is_ascii_alphanumeric()
             || matches!(
                 byte,
                 b'-' | b'.'
@@ -318,12 +359,13 @@ pub(crate) fn is_valid_host(value: &[u8]) -> bool {
                     | b','
                     | b';'
                     | b'='
-                    | b':'
-                    | b'['
-                    | b']'
-                    | b'%'
-            )
-    })
+            );
+        if !allowed {
+            return false;
+        }
+        index += 1;
+    }
+    true
 }
 
 impl<'b> RequestHead<'b> {

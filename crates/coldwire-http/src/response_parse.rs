@@ -140,7 +140,9 @@ pub fn parse_response_head_with(
     let persistent = if minor_version >= 1 {
         !close
     } else {
-        keep_alive_token && !close
+        // RFC 9112 §6.1: `Transfer-Encoding` in an HTTP/1.0 message means its framing may
+        // be faulty; the connection is closed after it, whatever `Connection` says.
+        keep_alive_token && !close && !transfer_encoding
     };
     Ok(Some(ResponseHead {
         status,
@@ -219,6 +221,17 @@ mod tests {
             parse("HTTP/1.1 599 X\r\nContent-Length: 0\r\n\r\n").status,
             599
         );
+    }
+
+    #[test]
+    fn rfc9112_section_6_1_transfer_encoding_in_http10_is_never_persistent() {
+        let head = parse(
+            "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        assert_eq!(head.framing, ResponseFraming::Chunked);
+        assert!(!head.keep_alive);
+        let head = parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
+        assert!(head.keep_alive);
     }
 
     #[test]

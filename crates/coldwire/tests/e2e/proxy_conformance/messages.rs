@@ -1,7 +1,12 @@
 //! Message-level RFC 9110 / 9112 rules of `coldwire proxy` that the conformance audit
 //! (docs/conformance.md) found broken and that are fixed: `Max-Forwards` on `TRACE` and
 //! `OPTIONS`, no `Content-Length` on a `204`, status codes outside 100–599, `OPTIONS *`
-//! from an absolute-form target with an empty path, and unknown expectations.
+//! from an absolute-form target with an empty path, unknown expectations, and an origin's
+//! malformed chunked body cutting the client off at once.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use coldwire_testkit::scripted::{Reply, ScriptedOrigin, ScriptedRequest as Request, raw_exchange};
 use coldwire_testkit::{Proxy, header};
@@ -17,6 +22,15 @@ fn messages_script(request: &Request) -> Reply {
         ),
         "/two-digits" => Reply::new("099 Odd", &[], b"ok"),
         "/six-hundred" => Reply::new("600 Odd", &[], b"ok"),
+        // A valid first chunk, then a size line that is not hex; the connection stays open.
+        "/bad-chunk" => Reply {
+            pieces: vec![
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"
+                    .to_vec(),
+            ],
+            pause: Duration::ZERO,
+            close: false,
+        },
         _ => Reply::new("200 OK", &[("X-Got-Max-Forwards", &got)], b"from origin"),
     }
 }
@@ -142,4 +156,43 @@ pub(super) fn rfc9110_10_1_1_unknown_expectations_get_417(backend: &str) {
     assert!(text.starts_with("HTTP/1.1 417 "), "{text}");
     assert!(text.contains("Connection: close\r\n"), "{text}");
     assert_eq!(origin.requests("GET", "/expect"), 0);
+}
+
+/// RFC 9112 §7.1: an origin's chunked body that stops being one (a size line that is not
+/// hex) cuts the client's connection at once — it sees a truncated response (or none),
+/// never a complete one — even though the origin keeps its connection open (`--upstream-timeout`
+/// is far away). Nothing is stored: the next request goes to the origin again.
+pub(super) fn rfc9112_7_1_a_malformed_chunked_response_is_cut_at_once(backend: &str) {
+    let origin = ScriptedOrigin::start(messages_script);
+    let proxy = Proxy::start(backend, &["--upstream-timeout", "120s"]);
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        origin.url("/bad-chunk"),
+        origin.address
+    );
+    for round in 1..=2 {
+        let mut stream = TcpStream::connect(proxy.address).unwrap();
+        // The origin holds its connection for 20 s; the proxy must not wait for that.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut all = Vec::new();
+        let closed = stream.read_to_end(&mut all);
+        let text = String::from_utf8_lossy(&all);
+        assert!(
+            closed.is_ok(),
+            "round {round}: the proxy kept the client waiting ({closed:?}): {text}"
+        );
+        // The head may or may not have left before the cut; a complete body never does.
+        assert!(
+            text.is_empty() || text.starts_with("HTTP/1.1 200 "),
+            "round {round}: {text}"
+        );
+        assert!(
+            !text.ends_with("0\r\n\r\n"),
+            "round {round}: complete? {text}"
+        );
+    }
+    assert_eq!(origin.requests("GET", "/bad-chunk"), 2);
 }

@@ -1,7 +1,7 @@
 //! `coldwire serve` against RFC 9110 rules a conformance suite checks from outside (see
-//! docs/conformance.md): a method the server does not know is 501 (not 405), and an
-//! expectation other than `100-continue` is 417 — each on a connection that goes on (or
-//! closes, for the 417) exactly as the status line says.
+//! docs/conformance.md): a method the server does not know is 501 (not 405), an
+//! expectation other than `100-continue` is 417, a malformed `Host` is 400 — each on a
+//! connection that goes on (or closes, for the 417 and 400) as the status line says.
 
 use std::io::Write;
 
@@ -58,4 +58,28 @@ pub(super) fn unknown_expectation_gets_417(backend: &str) {
     assert_eq!(good.status, 200);
     let after = exchange(&server, &get_request("/small.txt"));
     assert_eq!(after.body, root.small);
+}
+
+/// RFC 9112 §3.2: a `Host` that is not `uri-host [":" port]` (a second colon, an unclosed
+/// IPv6 bracket, a bad `%` escape) is 400 and the connection closes; valid forms are served.
+pub(super) fn malformed_host_values_get_400(backend: &str) {
+    let root = DocumentRoot::new();
+    let server = ServerOptions::new(backend, &root).start();
+    for host in ["a:b", "a:1:2", "[::1", "x%zz"] {
+        let mut stream = server.connect();
+        let request = format!("GET /small.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        stream.write_all(request.as_bytes()).expect("sending");
+        let (raw, _) = read_until_closed(&mut stream).expect("the server should close");
+        let (response, _) = split_response(&raw);
+        assert_eq!(
+            response.status, 400,
+            "Host: {host}: {}",
+            response.status_line
+        );
+    }
+    for host in ["[::1]:8080", "example.com:", "127.0.0.1"] {
+        let request = format!("GET /small.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let response = exchange(&server, request.as_bytes());
+        assert_eq!(response.status, 200, "Host: {host}");
+    }
 }

@@ -51,4 +51,5 @@ coldwire_testkit::backend_tests! {
     stalled_reader_is_dropped_after_the_write_timeout_but_a_slow_one_is_not,
     unknown_methods_get_501_and_known_ones_405,
     unknown_expectation_gets_417,
+    malformed_host_values_get_400,
 }
