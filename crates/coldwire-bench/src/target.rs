@@ -70,7 +70,7 @@ impl RequestOptions {
             {
                 return fail(format!(
                     "--header `{name}`: the generator sets {name} itself (from --body, and \
-                     --requests-per-connection); leave it out"
+                     --requests-per-connection: 1 is a connection per request); leave it out"
                 ));
             }
         }

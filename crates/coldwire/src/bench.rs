@@ -528,6 +528,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
         return crate::replay::run(&arguments, trace, &stop);
     }
     crate::bench_args::check_habits(&arguments)?;
+    crate::bench_args::adopt_connection_header(&mut arguments)?;
     let urls: Vec<&String> = arguments.urls.iter().collect();
     if urls.is_empty() {
         if arguments.spawn.is_some() || arguments.server_pid.is_some() || arguments.proxy.is_some()

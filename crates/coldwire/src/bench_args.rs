@@ -139,6 +139,44 @@ pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// wrk's and ab's way of asking for a connection per request, `-H 'Connection: close'`,
+/// becomes `--requests-per-connection 1` (the generator writes the field itself, on each
+/// connection's last request); `Connection: keep-alive`, the default, is dropped.
+pub fn adopt_connection_header(arguments: &mut BenchArgs) -> anyhow::Result<()> {
+    let mut close = false;
+    let mut unknown = None;
+    arguments.headers.retain(|(name, value)| {
+        if !name.eq_ignore_ascii_case("connection") {
+            return true;
+        }
+        if value.eq_ignore_ascii_case("close") {
+            close = true;
+        } else if !value.eq_ignore_ascii_case("keep-alive") {
+            unknown = Some(value.clone());
+        }
+        false
+    });
+    if let Some(value) = unknown {
+        return Err(crate::exit_status::usage(anyhow::anyhow!(
+            "--header 'Connection: {value}': the generator sets Connection itself; \
+             -H 'Connection: close' (or --requests-per-connection 1) opens a connection per \
+             request, keep-alive is the default"
+        )));
+    }
+    if close {
+        match arguments.requests_per_connection {
+            0 | 1 => arguments.requests_per_connection = 1,
+            other => {
+                return Err(crate::exit_status::usage(anyhow::anyhow!(
+                    "-H 'Connection: close' asks for a connection per request but \
+                     --requests-per-connection is {other}: give one or the other"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn human(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()
 }

@@ -213,13 +213,16 @@ impl<D: Driver> Worker<D> {
         if !self.error_log.enabled(level) {
             return;
         }
-        let request = client.request_line.as_deref().map_or_else(
-            || "-".to_owned(),
-            |line| {
+        // The access log's copy of the request line when it keeps one; else the one the
+        // problem carries (the line sent to the origin, or a refused request's).
+        let request = match (client.request_line.as_deref(), problem.request.as_deref()) {
+            (Some(line), _) => {
                 let version = String::from_utf8_lossy(line.version.as_bytes());
                 format!("{:?}", format!("{} {} {version}", line.method, line.target))
-            },
-        );
+            }
+            (None, Some(line)) => format!("{line:?}"),
+            (None, None) => "-".to_owned(),
+        };
         let status = problem.status;
         self.error_log.log(
             level,
@@ -245,6 +248,18 @@ impl<D: Driver> Worker<D> {
         client.state = ClientState::Closing { linger: true };
         self.flush_client(client)
     }
+}
+
+/// The request line of `head` for the error log, when the connection keeps none (the
+/// access log is off); `None` otherwise (the log takes the kept one).
+pub(super) fn line_for_error_log(
+    client: &Client,
+    head: &coldwire_http::RequestHead<'_>,
+) -> Option<String> {
+    client.request_line.is_none().then(|| {
+        let version = String::from_utf8_lossy(head.version().as_bytes());
+        format!("{} {} {version}", head.method_str(), head.target())
+    })
 }
 
 #[cfg(test)]

@@ -182,7 +182,18 @@ impl<D: Driver> Worker<D> {
             Some(address) => address.to_string(),
             None => format!("{}:{}", upstream.host, upstream.port),
         };
-        let problem = error.problem(Some(next_hop));
+        let mut problem = error.problem(Some(next_hop));
+        if client.request_line.is_none() {
+            // No access log keeps the client's line: name the one sent to the origin.
+            let head = &upstream.request_head;
+            let end = head
+                .windows(2)
+                .position(|pair| pair == b"\r\n")
+                .unwrap_or(head.len());
+            if end > 0 {
+                problem = problem.request(String::from_utf8_lossy(&head[..end]));
+            }
+        }
         let cache_status = (error.side == Side::Origin && self.config.cache.is_some())
             .then(|| CacheStatus::forward(exchange.cache.forward));
         self.answer_problem_with(

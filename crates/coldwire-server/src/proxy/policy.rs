@@ -139,6 +139,10 @@ impl<D: Driver> Worker<D> {
                  or --connect-any-port"
             ))
             .advice(connect_port_refusal(port));
+        let problem = match super::error::line_for_error_log(client, head) {
+            Some(line) => problem.request(line),
+            None => problem,
+        };
         self.answer_problem(client, head.version(), &problem, false, output)
     }
 }

@@ -230,6 +230,9 @@ pub struct Problem {
     pub details: Option<String>,
     /// A sentence replacing the kind's generic advice.
     pub advice: Option<String>,
+    /// The request line for the error log when the connection keeps none (no access log):
+    /// the line sent to the origin, or the client's for a refusal.
+    pub request: Option<String>,
 }
 
 impl Problem {
@@ -241,6 +244,7 @@ impl Problem {
             next_hop: None,
             details: None,
             advice: None,
+            request: None,
         }
     }
 
@@ -253,6 +257,12 @@ impl Problem {
     /// The same, with `details`.
     pub fn details(mut self, details: impl Into<String>) -> Problem {
         self.details = Some(details.into());
+        self
+    }
+
+    /// The same, with the request line the error log names (see [`Problem::request`]).
+    pub fn request(mut self, line: impl Into<String>) -> Problem {
+        self.request = Some(line.into());
         self
     }
 

@@ -135,7 +135,10 @@ impl<D: Driver> Worker<D> {
         let config = self.config.clone();
         let destination = match route(&config, client.denied, head)? {
             Route::Refused => {
-                let problem = refusal(client, &config.name);
+                let mut problem = refusal(client, &config.name);
+                if let Some(line) = super::error::line_for_error_log(client, head) {
+                    problem = problem.request(line);
+                }
                 return Ok(self.answer_problem(client, head.version(), &problem, false, output));
             }
             Route::PortRefused(port) => {

@@ -469,3 +469,35 @@ fn ctrl_c_reports_what_ran_without_counting_requests_in_flight_as_errors() {
     assert!(!text.contains("timeout ×"), "{text}");
     assert!(text.contains("✓ errors ≤ 1%  0.00% (0 of "), "{text}");
 }
+
+#[test]
+fn connection_close_as_a_header_opens_a_connection_per_request() {
+    let (address, recorded) = spawn_server::<Recorded>(recording);
+    let url = format!("http://{address}/");
+    // wrk's and ab's habit for "no keep-alive".
+    let output = bench(&[
+        "-H",
+        "Connection: close",
+        "-d",
+        "0.5",
+        "--warmup",
+        "0",
+        "-R",
+        "20",
+        &url,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    let requests = recorded.requests.lock().unwrap();
+    assert!(!requests.is_empty(), "no request reached the server");
+    assert!(
+        requests
+            .iter()
+            .all(|request| request.header("connection") == Some("close")),
+        "every request is its connection's last"
+    );
+    drop(requests);
+    let output = bench(&["-H", "Connection: upgrade", &url]);
+    assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("-H 'Connection: close'"), "{stderr}");
+}

@@ -123,8 +123,40 @@ pub(super) fn refused_origin_says_connection_refused_everywhere(backend: &str) {
         error_line.contains("[error] connection_refused: 502 Bad Gateway, client 127.0.0.1:")
             && error_line.contains(&format!(
                 "origin 127.0.0.1:{port}, phase connect: Connection refused"
+            ))
+            && error_line.contains(&format!(
+                "request \"GET http://127.0.0.1:{port}/page HTTP/1.1\""
             )),
         "{error_line}"
+    );
+    // Without an access log (the default) the error line still names the request: the
+    // line sent to the origin; and a refused CONNECT the client's line.
+    let errors = directory.path().join("error-only.log");
+    let proxy = Proxy::start(backend, &["--error-log", errors.to_str().unwrap()]);
+    let answer = get(&proxy, &format!("http://127.0.0.1:{port}/page"));
+    assert_problem(&answer, 502, "connection_refused");
+    let error_line = wait_for_text(&errors);
+    assert!(
+        error_line.contains(", request \"GET /page HTTP/1.1\", origin 127.0.0.1:"),
+        "{error_line}"
+    );
+    let (_, head) = coldwire_testkit::connect_through(&proxy, &format!("127.0.0.1:{port}"));
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = std::fs::read_to_string(&errors).unwrap_or_default();
+        if text.lines().count() >= 2 || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        text.contains("[warn] http_request_denied: 403 Forbidden, client 127.0.0.1:")
+            && text.contains(&format!(
+                ", request \"CONNECT 127.0.0.1:{port} HTTP/1.1\", origin -, phase route: \
+             CONNECT to port {port} refused"
+            )),
+        "{text}"
     );
 }
 
