@@ -1,8 +1,8 @@
 //! Message-level RFC 9110 / 9112 rules of `coldwire proxy` that the conformance audit
 //! (docs/conformance.md) found broken and that are fixed: `Max-Forwards` on `TRACE` and
 //! `OPTIONS`, no `Content-Length` on a `204`, status codes outside 100–599, `OPTIONS *`
-//! from an absolute-form target with an empty path, unknown expectations, and an origin's
-//! malformed chunked body cutting the client off at once.
+//! from an absolute-form target with an empty path, unknown expectations, an origin's
+//! malformed chunked body cutting the client off at once, and targets that are not URIs.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -195,4 +195,24 @@ pub(super) fn rfc9112_7_1_a_malformed_chunked_response_is_cut_at_once(backend: &
         );
     }
     assert_eq!(origin.requests("GET", "/bad-chunk"), 2);
+}
+
+/// RFC 9112 §3: a target with characters no URI holds (`\`, `|`, `{`) or a broken `%`
+/// escape is refused (400, close) rather than forwarded for the origin to read its own way
+/// (a backslash read as `/` by one server and not by another is a path-confusion vector).
+pub(super) fn rfc9112_3_targets_that_are_not_uris_are_not_forwarded(backend: &str) {
+    let origin = ScriptedOrigin::start(messages_script);
+    let reverse = format!("http://{}", origin.address);
+    let proxy = Proxy::start(backend, &["--reverse", &reverse]);
+    for target in ["/a\\..\\b", "/a%zz", "/x|y", "/{x}"] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: site.test\r\n\r\n");
+        let text = raw_exchange(proxy.address, request.as_bytes());
+        assert!(text.starts_with("HTTP/1.1 400 "), "{target}: {text}");
+        assert_eq!(origin.requests("GET", target), 0, "{target}");
+    }
+    let text = raw_exchange(
+        proxy.address,
+        b"GET /ok%20fine?q=(1) HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+    );
+    assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
 }
