@@ -60,16 +60,12 @@ chmod 777 "$WORK"
 ORIGIN_PORT=${ORIGIN_PORT:-18380}
 PROXY_PORT=${PROXY_PORT:-18381}
 ADMIN_PORT=${ADMIN_PORT:-18382}
-TICK=$(getconf CLK_TCK)
+# shellcheck source=bench/lib.sh
+source "$BENCH/lib.sh"
 
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-for tool in wrk nginx taskset curl python3; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (apt-get install wrk nginx-light)"
-done
+require_tools "apt-get install wrk nginx-light" wrk nginx taskset curl python3
 if [[ " ${CONTENDERS[*]} " == *" squid-rock "* ]]; then
-    command -v squid >/dev/null 2>&1 || die "squid not found (apt-get install squid)"
+    require_tools "apt-get install squid" squid
 fi
 [[ -x $COLDWIRE ]] || die "$COLDWIRE missing: cargo build --release -p coldwire"
 mkdir -p "$RAW"
@@ -198,39 +194,16 @@ pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 print(f"{len(latencies)} {pick(0.5):.3f} {pick(0.99):.3f} {latencies[-1]:.3f}")
 PY
 
-taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
-    --workers 1 >/dev/null 2>&1 &
-ORIGIN_PID=$!
+start_origin "$ROOT" "$ORIGIN_PORT"
 CONTENDER_PID=
 EVICTOR_PID=
 cleanup() {
-    [[ -n $EVICTOR_PID ]] && kill "$EVICTOR_PID" 2>/dev/null || true
-    [[ -n $CONTENDER_PID ]] && kill "$CONTENDER_PID" 2>/dev/null || true
     [[ -f $WORK/squid-rock/squid.pid ]] && kill "$(cat "$WORK/squid-rock/squid.pid")" 2>/dev/null || true
-    kill "$ORIGIN_PID" 2>/dev/null || true
-    wait 2>/dev/null || true
+    stop_all EVICTOR_PID CONTENDER_PID ORIGIN_PID
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 sleep 0.5
-
-# utime + stime, in clock ticks, of a process and its children.
-cpu_ticks() {
-    local total=0 pid
-    for pid in $1 $(pgrep -P "$1" 2>/dev/null); do
-        [[ -r /proc/$pid/stat ]] || continue
-        total=$((total + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")))
-    done
-    echo "$total"
-}
-
-wait_port() {
-    for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/hot" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 stats() { curl -s "http://127.0.0.1:$ADMIN_PORT/stats"; }
 
@@ -281,7 +254,7 @@ start_contender() {
         *) die "unknown contender $name" ;;
     esac
     CONTENDER_PID=$!
-    wait_port "$PROXY_PORT" || die "$name did not start (see $dir)"
+    wait_port "$PROXY_PORT" /hot || die "$name did not start (see $dir)"
 }
 
 stop_contender() {
@@ -313,7 +286,6 @@ settle() {
     done
 }
 
-wrk_field() { awk -v key="$2" '$1 == key {print $2}' "$1"; }
 # wrk's --latency table in ms ("50%" and "99%" rows).
 wrk_ms() {
     awk -v key="$2" '$1 == key {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' "$1"
@@ -349,10 +321,8 @@ for round in $(seq 1 "$ROUNDS"); do
             offloaded=$(( $(stat_of "$contender" total.loop.file_reads_offloaded) - offloaded_before ))
             probes=$(( $(stat_of "$contender" total.loop.file_probe_calls) - probes_before ))
             disk_hits=$(( $(stat_of "$contender" cache.hits_on_disk) - disk_before ))
-            rps=$(wrk_field "$raw" Requests/sec:)
-            requests=$(awk '/requests in/ {print $1}' "$raw")
-            non2xx=$(awk '/Non-2xx/ {print $5}' "$raw")
-            echo "$round,$size,$contender,${rps:-0},${requests:-0},$(wrk_ms "$raw" 50%),$(wrk_ms "$raw" 99%),$hot_count,$hot_p50,$hot_p99,$hot_max,${left:-?},$offloaded,$probes,$disk_hits,${non2xx:-0}" >>"$OUT/cold.csv"
+            read -r rps requests non2xx < <(wrk_totals "$raw")
+            echo "$round,$size,$contender,$rps,$requests,$(wrk_ms "$raw" 50%),$(wrk_ms "$raw" 99%),$hot_count,$hot_p50,$hot_p99,$hot_max,${left:-?},$offloaded,$probes,$disk_hits,$non2xx" >>"$OUT/cold.csv"
             log "round $round $size $contender cold: ${rps:-?} hits/s; hot p50 $hot_p50 ms p99 $hot_p99 ms (offloaded $offloaded, pages left $left)"
             # Warm run: the same objects, all in the page cache now.
             OBJECTS=$OBJECTS PREFIX="/$size/" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNECTIONS" \
@@ -365,12 +335,9 @@ for round in $(seq 1 "$ROUNDS"); do
                 "http://127.0.0.1:$PROXY_PORT" >"$raw" 2>&1
             cpu_after=$(cpu_ticks "$CONTENDER_PID")
             probes=$(( $(stat_of "$contender" total.loop.file_probe_calls) - probes_before ))
-            rps=$(wrk_field "$raw" Requests/sec:)
-            requests=$(awk '/requests in/ {print $1}' "$raw")
-            non2xx=$(awk '/Non-2xx/ {print $5}' "$raw")
-            cpu=$(python3 -c "print(($cpu_after - $cpu_before) / $TICK)")
-            per_hit=$(python3 -c "print(round(1e6 * $cpu / max(1, ${requests:-0}), 2))")
-            echo "$round,$size,$contender,${rps:-0},${requests:-0},$cpu,$per_hit,$probes,${non2xx:-0}" >>"$OUT/warm.csv"
+            read -r rps requests non2xx < <(wrk_totals "$raw")
+            read -r cpu per_hit < <(cpu_per_request "$cpu_before" "$cpu_after" "$requests")
+            echo "$round,$size,$contender,$rps,$requests,$cpu,$per_hit,$probes,$non2xx" >>"$OUT/warm.csv"
             log "round $round $size $contender warm: ${rps:-?} hits/s, $per_hit us CPU/hit"
             [[ $contender == coldwire-* ]] && stats >"$RAW/stats-$round-$size-$contender.json"
             stop_contender

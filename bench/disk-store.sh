@@ -52,58 +52,28 @@ RAW="$OUT/raw"
 WORK=$(mktemp -d /tmp/disk-store.XXXXXX)
 chmod 777 "$WORK"
 OBJECTS=(8k 256k)
-ORIGIN_PORT=18280
-PROXY_PORT=18281
-ADMIN_PORT=18282
-TICK=$(getconf CLK_TCK)
+ORIGIN_PORT=${ORIGIN_PORT:-18280}
+PROXY_PORT=${PROXY_PORT:-18281}
+ADMIN_PORT=${ADMIN_PORT:-18282}
+# shellcheck source=bench/lib.sh
+source "$BENCH/lib.sh"
 
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-for tool in wrk nginx squid taskset curl python3; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (apt-get install wrk nginx-light squid)"
-done
+require_tools "apt-get install wrk nginx-light squid" wrk nginx squid taskset curl python3
 [[ -x $COLDWIRE ]] || die "$COLDWIRE missing: cargo build --release -p coldwire"
 mkdir -p "$RAW"
 
 ROOT="$WORK/root"
-mkdir -p "$ROOT"
-head -c 8192 /dev/urandom >"$ROOT/8k"
-head -c 262144 /dev/urandom >"$ROOT/256k"
+random_files "$ROOT" "${OBJECTS[@]}"
 # An old Last-Modified makes the objects heuristically fresh for a day everywhere.
 touch -d '2020-01-01 00:00:00' "$ROOT"/*
-taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
-    --workers 1 --access-log "$WORK/origin.log" >/dev/null 2>&1 &
-ORIGIN_PID=$!
+start_origin "$ROOT" "$ORIGIN_PORT" --access-log "$WORK/origin.log"
 CONTENDER_PID=
 cleanup() {
-    [[ -n $CONTENDER_PID ]] && kill "$CONTENDER_PID" 2>/dev/null || true
-    kill "$ORIGIN_PID" 2>/dev/null || true
-    wait 2>/dev/null || true
+    stop_all CONTENDER_PID ORIGIN_PID
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 sleep 0.5
-
-origin_requests() { [[ -f $WORK/origin.log ]] && wc -l <"$WORK/origin.log" || echo 0; }
-
-# utime + stime, in clock ticks, of a process and all its descendants.
-cpu_ticks() {
-    local total=0 pid
-    for pid in $1 $(pgrep -P "$1" 2>/dev/null) $(for child in $(pgrep -P "$1" 2>/dev/null); do pgrep -P "$child"; done); do
-        [[ -r /proc/$pid/stat ]] || continue
-        total=$((total + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")))
-    done
-    echo "$total"
-}
-
-wait_port() {
-    for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 start_contender() {
     local name=$1 dir="$WORK/$1"
@@ -197,12 +167,9 @@ for round in $(seq 1 "$ROUNDS"); do
                 read -r -a disk_after <<<"$(stat "$DISK_STATS" | tr -d '(),')"
                 for i in 0 1 2 3; do disk[i]=$((disk_after[i] - disk_before[i])); done
             fi
-            rps=$(awk '/^Requests\/sec:/ {print $2}' "$raw")
-            requests=$(awk '/requests in/ {print $1}' "$raw")
-            non2xx=$(awk '/Non-2xx/ {print $5}' "$raw")
-            cpu=$(python3 -c "print(($cpu_after - $cpu_before) / $TICK)")
-            per_hit=$(python3 -c "print(round(1e6 * $cpu / max(1, ${requests:-0}), 2))")
-            echo "$round,$object,$contender,${rps:-0},${requests:-0},$cpu,$per_hit,$((after - before)),${non2xx:-0},${disk[0]},${disk[1]},${disk[2]},${disk[3]}" >>"$OUT/results.csv"
+            read -r rps requests non2xx < <(wrk_totals "$raw")
+            read -r cpu per_hit < <(cpu_per_request "$cpu_before" "$cpu_after" "$requests")
+            echo "$round,$object,$contender,$rps,$requests,$cpu,$per_hit,$((after - before)),$non2xx,${disk[0]},${disk[1]},${disk[2]},${disk[3]}" >>"$OUT/results.csv"
             log "round $round $MODE $object $contender: ${rps:-?} req/s, $per_hit us CPU/request (origin saw $((after - before)), disk hits ${disk[0]}, written ${disk[1]}, dropped ${disk[2]}, ring writes ${disk[3]})"
             stop_contender
         done

@@ -24,7 +24,8 @@
 # Environment: RATE (requests/s, 1000), DURATION (s, 10), WARMUP (s, 2), ROUNDS (3),
 #   CONNECTIONS (50), CACHE_BYTES (67108864), COLDWIRE (target/release/coldwire), MACHINE,
 #   PROXY_CPU (0),
-#   CLIENT_CPU (1), SIZES (space-separated, "4k 16k 64k 256k 1024k"), OUT (output directory).
+#   CLIENT_CPU (1), SIZES (space-separated, "4k 16k 64k 256k 1024k"), OUT (output directory),
+#   ORIGIN_PORT, PROXY_PORT, ADMIN_PORT (18190-18192).
 # Output: results/<date>-<machine>/proxy-data-paths/{results.csv,summary.md,raw/}
 set -euo pipefail
 
@@ -45,37 +46,27 @@ RAW="$OUT/raw"
 WORK=$(mktemp -d /tmp/proxy-data-paths.XXXXXX)
 read -r -a SIZES <<<"${SIZES:-4k 16k 64k 256k 1024k}"
 VARIANTS=(copy copy+store splice splice+tee)
-ORIGIN_PORT=18190
-PROXY_PORT=18191
-ADMIN_PORT=18192
-
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+ORIGIN_PORT=${ORIGIN_PORT:-18190}
+PROXY_PORT=${PROXY_PORT:-18191}
+ADMIN_PORT=${ADMIN_PORT:-18192}
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
 
 if [[ ! -x $COLDWIRE ]]; then
     log "building coldwire (release)"
     (cd "$REPO" && cargo build --release -p coldwire)
 fi
-for tool in taskset curl python3; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
-done
+require_tools "" taskset curl python3
 mkdir -p "$RAW"
 
 ROOT="$WORK/root"
-mkdir -p "$ROOT"
-for size in "${SIZES[@]}"; do
-    head -c "$((${size%k} * 1024))" /dev/urandom >"$ROOT/$size"
-done
+random_files "$ROOT" "${SIZES[@]}"
 touch -d '2020-01-01 00:00:00' "$ROOT"/*
 # Files above 64 KiB go out with sendfile; keep every object in memory for a steady origin.
-taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
-    --workers 1 --memory-file-limit 2097152 >/dev/null 2>&1 &
-ORIGIN_PID=$!
+start_origin "$ROOT" "$ORIGIN_PORT" --memory-file-limit 2097152
 PROXY_PID=
 cleanup() {
-    [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
-    kill "$ORIGIN_PID" 2>/dev/null || true
-    wait 2>/dev/null || true
+    stop_all PROXY_PID ORIGIN_PID
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -99,34 +90,15 @@ for round in $(seq 1 "$ROUNDS"); do
                 --reverse "http://127.0.0.1:$ORIGIN_PORT" --workers 1 $(variant_flags "$variant") \
                 --admin "127.0.0.1:$ADMIN_PORT" >/dev/null 2>&1 &
             PROXY_PID=$!
-            for _ in $(seq 1 50); do
-                curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/$size" && break
-                sleep 0.1
-            done
+            wait_port "$PROXY_PORT" "/$size" 50 || true
             json="$RAW/bench-$round-$size-$variant.json"
             taskset -c "$CLIENT_CPU" "$COLDWIRE" bench --url "http://127.0.0.1:$PROXY_PORT/$size?v={seq}" \
                 --rate "$RATE" --duration "$DURATION" --warmup "$WARMUP" \
                 --connections "$CONNECTIONS" --server-pid "$PROXY_PID" --json "$json" --quiet \
                 --server-stats "http://127.0.0.1:$ADMIN_PORT/stats" \
                 >"$RAW/bench-$round-$size-$variant.txt" 2>&1 || true
-            python3 - "$json" "$round" "$size" "$variant" "$RATE" >>"$OUT/results.csv" <<'PY'
-import json, sys
-path, round_, size, variant, rate = sys.argv[1:]
-try:
-    phase = json.load(open(path))["runs"][0]["phases"][-1]
-except (OSError, ValueError, KeyError, IndexError):
-    print(f"{round_},{size},{variant},{rate},,0,,,,")
-    sys.exit()
-server = phase.get("server") or {}
-cpu = server.get("cpu_us_per_request")
-p99 = ((phase.get("latency") or {}).get("corrected") or {}).get("p99_us")
-counters = phase.get("server_counters") or {}
-def figure(value, digits):
-    return "" if value is None else round(value, digits)
-print(f"{round_},{size},{variant},{rate},{figure(cpu, 2)},"
-      f"{phase.get('completed_in_window', 0)},{phase.get('errors_total', 0)},{figure(p99, 0)},"
-      f"{figure(counters.get('syscalls_per_request'), 2)},{figure(counters.get('waits_per_request'), 2)}")
-PY
+            python3 "$REPO/bench/phase-row.py" "$json" "$round,$size,$variant,$RATE" cpu_us_per_request \
+                completed errors p99_us syscalls_per_request waits_per_request >>"$OUT/results.csv"
             log "round $round $size $variant: $(tail -1 "$OUT/results.csv")"
             kill "$PROXY_PID" 2>/dev/null || true
             wait "$PROXY_PID" 2>/dev/null || true

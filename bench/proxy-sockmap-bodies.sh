@@ -39,28 +39,18 @@ VARIANTS=(copy splice sockmap)
 ORIGIN_PORT=${ORIGIN_PORT:-18290}
 PROXY_PORT=${PROXY_PORT:-18291}
 ADMIN_PORT=${ADMIN_PORT:-18292}
-
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
 [[ -x $COLDWIRE ]] || die "$COLDWIRE not built (cargo build --release -p coldwire)"
-for tool in taskset curl python3; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
-done
+require_tools "" taskset curl python3
 mkdir -p "$RAW"
 
 ROOT="$WORK/root"
-mkdir -p "$ROOT"
-for size in "${SIZES[@]}"; do
-    head -c "$((${size%k} * 1024))" /dev/urandom >"$ROOT/$size"
-done
-taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
-    --workers 1 --memory-file-limit 17000000 >/dev/null 2>&1 &
-ORIGIN_PID=$!
+random_files "$ROOT" "${SIZES[@]}"
+start_origin "$ROOT" "$ORIGIN_PORT" --memory-file-limit 17000000
 PROXY_PID=
 cleanup() {
-    [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null || true
-    kill "$ORIGIN_PID" 2>/dev/null || true
-    wait 2>/dev/null || true
+    stop_all PROXY_PID ORIGIN_PID
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -99,10 +89,7 @@ for round in $(seq 1 "$ROUNDS"); do
                     --reverse "http://127.0.0.1:$ORIGIN_PORT" --workers 1 --io epoll \
                     $(variant_flags "$variant") --admin "127.0.0.1:$ADMIN_PORT" >/dev/null 2>&1 &
                 PROXY_PID=$!
-                for _ in $(seq 1 50); do
-                    curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/16k" && break
-                    sleep 0.1
-                done
+                wait_port "$PROXY_PORT" /16k 50 || true
                 name="$round-$load-$size-$variant"
                 taskset -c "$CLIENT_CPU" "$COLDWIRE" bench --url "http://127.0.0.1:$PROXY_PORT/$size?v={seq}" \
                     --rate "$rate" --duration "$DURATION" --warmup "$WARMUP" --timeout 30s \
@@ -111,24 +98,8 @@ for round in $(seq 1 "$ROUNDS"); do
                     >"$RAW/bench-$name.txt" 2>&1 || true
                 kernel=$(curl -s "http://127.0.0.1:$ADMIN_PORT/stats" |
                     python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["loop"].get("kernel_bodies",""))' 2>/dev/null || echo "")
-                python3 - "$RAW/bench-$name.json" "$round" "$load" "$size" "$variant" "$rate" "$kernel" >>"$OUT/results.csv" <<'PY'
-import json, sys
-path, round_, load, size, variant, rate, kernel = sys.argv[1:]
-try:
-    phase = json.load(open(path))["runs"][0]["phases"][-1]
-except (OSError, ValueError, KeyError, IndexError):
-    print(f"{round_},{load},{size},{variant},{rate},,0,,,,{kernel}")
-    sys.exit()
-server = phase.get("server") or {}
-cpu = server.get("cpu_us_per_request")
-p99 = ((phase.get("latency") or {}).get("corrected") or {}).get("p99_us")
-counters = phase.get("server_counters") or {}
-def figure(value, digits):
-    return "" if value is None else round(value, digits)
-print(f"{round_},{load},{size},{variant},{rate},{figure(cpu, 2)},"
-      f"{phase.get('completed_in_window', 0)},{phase.get('errors_total', 0)},{figure(p99, 0)},"
-      f"{figure(counters.get('syscalls_per_request'), 2)},{kernel}")
-PY
+                python3 "$REPO/bench/phase-row.py" "$RAW/bench-$name.json" "$round,$load,$size,$variant,$rate" \
+                    cpu_us_per_request completed errors p99_us syscalls_per_request "=$kernel" >>"$OUT/results.csv"
                 log "$name: $(tail -1 "$OUT/results.csv")"
                 kill "$PROXY_PID" 2>/dev/null || true
                 wait "$PROXY_PID" 2>/dev/null || true

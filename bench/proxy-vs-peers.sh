@@ -15,7 +15,7 @@
 # Usage: DURATION=10 ROUNDS=3 bench/proxy-vs-peers.sh
 # Environment: DURATION (s, 10), ROUNDS (3), WARMUP (s, 2), CONNECTIONS (50),
 #   CONTENDERS ("coldwire varnish nginx squid"), COLDWIRE (target/release/coldwire),
-#   MACHINE (hostname -s), PROXY_CPU (0), CLIENT_CPU (1).
+#   MACHINE (hostname -s), PROXY_CPU (0), CLIENT_CPU (1), ORIGIN_PORT, PROXY_PORT (18180-1).
 # Output: results/<date>-<machine>/proxy-vs-peers/{results.csv,summary.md,raw/}
 set -euo pipefail
 
@@ -36,11 +36,10 @@ RAW="$OUT/raw"
 WORK=$(mktemp -d /tmp/proxy-vs-peers.XXXXXX)
 chmod 777 "$WORK"
 OBJECTS=(1259 8k)
-ORIGIN_PORT=18180
-PROXY_PORT=18181
-
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+ORIGIN_PORT=${ORIGIN_PORT:-18180}
+PROXY_PORT=${PROXY_PORT:-18181}
+# shellcheck source=bench/lib.sh
+source "$BENCH/lib.sh"
 
 # ---------------------------------------------------------------- prerequisites
 missing=()
@@ -57,9 +56,7 @@ if [[ ! -x $COLDWIRE ]]; then
     log "building coldwire (release)"
     (cd "$REPO" && cargo build --release -p coldwire)
 fi
-for tool in wrk squid varnishd nginx taskset curl python3; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
-done
+require_tools "" wrk squid varnishd nginx taskset curl python3
 mkdir -p "$RAW"
 
 # ---------------------------------------------------------------- origin
@@ -69,29 +66,15 @@ head -c 1259 /dev/urandom >"$ROOT/1259"
 head -c 8192 /dev/urandom >"$ROOT/8k"
 # An old Last-Modified makes the objects heuristically fresh for a day everywhere.
 touch -d '2020-01-01 00:00:00' "$ROOT"/*
-taskset -c "$CLIENT_CPU" "$COLDWIRE" serve --root "$ROOT" --listen "127.0.0.1:$ORIGIN_PORT" \
-    --workers 1 --access-log "$WORK/origin.log" >/dev/null 2>&1 &
-ORIGIN_PID=$!
+start_origin "$ROOT" "$ORIGIN_PORT" --access-log "$WORK/origin.log"
 CONTENDER_PID=
 cleanup() {
-    [[ -n $CONTENDER_PID ]] && kill "$CONTENDER_PID" 2>/dev/null || true
-    kill "$ORIGIN_PID" 2>/dev/null || true
     [[ -f $WORK/varnish.pid ]] && kill "$(cat "$WORK/varnish.pid")" 2>/dev/null || true
-    wait 2>/dev/null || true
+    stop_all CONTENDER_PID ORIGIN_PID
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 sleep 0.5
-
-origin_requests() { [[ -f $WORK/origin.log ]] && wc -l <"$WORK/origin.log" || echo 0; }
-
-wait_port() {
-    for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 start_contender() {
     local name=$1 dir="$WORK/$1"
@@ -157,9 +140,8 @@ for round in $(seq 1 "$ROUNDS"); do
             raw="$RAW/wrk-$round-$object-$contender.txt"
             taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url" >"$raw" 2>&1
             after=$(origin_requests)
-            rps=$(awk '/^Requests\/sec:/ {print $2}' "$raw")
-            non2xx=$(awk '/Non-2xx/ {print $5}' "$raw")
-            echo "$round,$object,$contender,${rps:-0},$((after - before)),${non2xx:-0}" >>"$OUT/results.csv"
+            read -r rps _ non2xx < <(wrk_totals "$raw")
+            echo "$round,$object,$contender,$rps,$((after - before)),$non2xx" >>"$OUT/results.csv"
             log "round $round $object $contender: ${rps:-?} req/s (origin saw $((after - before)))"
             stop_contender
         done

@@ -6,8 +6,8 @@
 #                                documents, e.g. `DURATION=8 ROUNDS=3 bench/run.sh cold-cost`)
 #
 # Which of them became `coldwire experiment` scenarios and why the rest stay scripts:
-# bench/README.md. Helpers (hold-connections.py, static-vs-nginx-report.py) are called by
-# the scripts, not run by name.
+# bench/README.md. Helpers (lib.sh, phase-row.py, hold-connections.py,
+# static-vs-nginx-report.py) are used by the scripts, not run by name.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -16,7 +16,7 @@ list() {
   echo
   for script in "$here"/*.sh; do
     name="$(basename "$script" .sh)"
-    [ "$name" = run ] && continue
+    { [ "$name" = run ] || [ "$name" = lib ]; } && continue
     # The first description line: the script's second line, without its "# bench/NAME.sh" lead.
     summary="$(sed -n 2p "$script" | sed -e 's/^# *//' -e "s|^bench/$name.sh *[—:-]* *||")"
     printf '  %-20s %s\n' "$name" "$summary"
@@ -30,7 +30,7 @@ fi
 name="$1"
 shift
 script="$here/$name.sh"
-if [ "$name" = run ] || [ ! -f "$script" ]; then
+if [ "$name" = run ] || [ "$name" = lib ] || [ ! -f "$script" ]; then
   echo "bench/run.sh: no benchmark named \`$name\`" >&2
   list >&2
   exit 2

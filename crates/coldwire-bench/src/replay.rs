@@ -35,6 +35,36 @@ pub fn source_address(user: usize) -> IpAddr {
     IpAddr::V4(Ipv4Addr::from(SOURCE_BASE + user as u32 + 1))
 }
 
+/// A logged request as the replays send it: `GET` (or `HEAD`) of `path` — in absolute
+/// form behind `absolute_prefix` when going through a proxy — to `host`, closing the
+/// connection after it when `close`; kind 1 for `HEAD`, 0 for `GET`.
+pub(crate) fn replay_request(
+    host: &str,
+    absolute_prefix: Option<&str>,
+    head: bool,
+    path: &str,
+    close: bool,
+) -> UserRequest {
+    let method = if head { "HEAD" } else { "GET" };
+    let target = match absolute_prefix {
+        Some(prefix) if path.starts_with('/') => format!("{prefix}{path}"),
+        _ => path.to_owned(),
+    };
+    let text = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: coldwire-bench-replay\r\n{}\r\n",
+        if close { "Connection: close\r\n" } else { "" }
+    );
+    UserRequest {
+        endpoint: 0,
+        bytes: Bytes::from(text),
+        head_request: head,
+        expected_object: Some(path_id(path)),
+        basic: !head,
+        offered_hit: false,
+        kind: usize::from(head),
+    }
+}
+
 /// A trace replayed against one server (or through one proxy).
 pub struct ReplayPopulation {
     plan: ReplayPlan,
@@ -139,25 +169,13 @@ impl Population for ReplayPopulation {
         let (head, path) = planned.map_or((false, "/"), |request| {
             (request.head, request.path.as_str())
         });
-        let method = if head { "HEAD" } else { "GET" };
-        let target = match &self.absolute_prefix {
-            Some(prefix) if path.starts_with('/') => format!("{prefix}{path}"),
-            _ => path.to_owned(),
-        };
-        let text = format!(
-            "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: coldwire-bench-replay\r\n{}\r\n",
-            self.host,
-            if close { "Connection: close\r\n" } else { "" }
-        );
-        UserRequest {
-            endpoint: 0,
-            bytes: Bytes::from(text),
-            head_request: head,
-            expected_object: Some(path_id(path)),
-            basic: !head,
-            offered_hit: false,
-            kind: usize::from(head),
-        }
+        replay_request(
+            &self.host,
+            self.absolute_prefix.as_deref(),
+            head,
+            path,
+            close,
+        )
     }
 
     fn source(&self, user: usize) -> Option<IpAddr> {

@@ -19,11 +19,10 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
-use bytes::Bytes;
 use coldwire_workload::trace::ReplayPlan;
 
 use crate::population::{Population, UserRequest};
-use crate::replay::{MAX_SOURCE_USERS, source_address};
+use crate::replay::{MAX_SOURCE_USERS, replay_request, source_address};
 use crate::schedule::Random;
 
 /// The request kinds a replay reports.
@@ -192,25 +191,13 @@ impl Population for ClosedReplayPopulation {
             .get(slot.current)
             .and_then(|connection| connection.requests.get(slot.position))
             .map_or((false, "/"), |(head, path)| (*head, path.as_str()));
-        let method = if head { "HEAD" } else { "GET" };
-        let target = match &self.absolute_prefix {
-            Some(prefix) if path.starts_with('/') => format!("{prefix}{path}"),
-            _ => path.to_owned(),
-        };
-        let text = format!(
-            "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: coldwire-bench-replay\r\n{}\r\n",
-            self.host,
-            if close { "Connection: close\r\n" } else { "" }
-        );
-        UserRequest {
-            endpoint: 0,
-            bytes: Bytes::from(text),
-            head_request: head,
-            expected_object: Some(coldwire_workload::trace::catalogue::path_id(path)),
-            basic: !head,
-            offered_hit: false,
-            kind: usize::from(head),
-        }
+        replay_request(
+            &self.host,
+            self.absolute_prefix.as_deref(),
+            head,
+            path,
+            close,
+        )
     }
 
     fn source(&self, user: usize) -> Option<IpAddr> {

@@ -324,6 +324,31 @@ pub struct BenchReport {
     pub interrupted: bool,
 }
 
+impl BenchReport {
+    /// The report of a run made by this process: [`SCHEMA_VERSION`], this tool and its
+    /// version (the workspace's, which the `coldwire` binary shares), and this process's
+    /// command line.
+    pub fn of_this_process(
+        started_unix_seconds: f64,
+        machine: MachineInfo,
+        server: ServerInfo,
+        runs: Vec<RunReport>,
+        interrupted: bool,
+    ) -> BenchReport {
+        BenchReport {
+            schema_version: SCHEMA_VERSION,
+            tool: "coldwire-bench",
+            tool_version: env!("CARGO_PKG_VERSION"),
+            started_unix_seconds,
+            command_line: std::env::args().collect(),
+            machine,
+            server,
+            runs,
+            interrupted,
+        }
+    }
+}
+
 /// The JSON document as written: the report and the thresholds checked on it (a
 /// wrapper, so that every mode that builds a [`BenchReport`] writes the same shape).
 #[derive(Clone, Debug, Serialize)]

@@ -19,6 +19,10 @@ use coldwire_bench::population::{Population, PopulationConfig, PopulationEngine,
 use coldwire_bench::schedule::Random;
 use coldwire_io::{DriverConfig, EpollPoller, ReadinessDriver};
 
+mod support;
+
+use support::StallLate;
+
 #[derive(Default)]
 struct Seen {
     /// Connections per peer address.
@@ -262,22 +266,6 @@ fn a_server_serving_wrong_bytes_is_caught() {
     );
     let verified: u64 = phases.iter().map(|phase| phase.population.verified).sum();
     assert_eq!(verified + failures, responses);
-}
-
-/// Stalls the engine's loop once, at the first progress report past `after`.
-struct StallLate {
-    after: Duration,
-    pause: Duration,
-    done: bool,
-}
-
-impl coldwire_bench::PhaseObserver for StallLate {
-    fn progress(&mut self, progress: &coldwire_bench::Progress) {
-        if !self.done && progress.elapsed >= self.after {
-            self.done = true;
-            thread::sleep(self.pause);
-        }
-    }
 }
 
 #[test]

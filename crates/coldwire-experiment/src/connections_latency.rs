@@ -53,17 +53,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     // by_connections[backend] and by_rtt[backend]: points.
     let mut by_connections: Vec<Vec<Point>> = vec![Vec::new(); backends.len()];
     let mut by_rtt: Vec<Vec<Point>> = vec![Vec::new(); backends.len()];
-    let sweeps: Vec<(bool, f64, u64)> = parameters
-        .connections
-        .iter()
-        .map(|&connections| (false, connections as f64, connections))
-        .chain(
-            parameters
-                .rtt_ms
-                .iter()
-                .map(|&rtt| (true, rtt, parameters.rtt_connections)),
-        )
-        .collect();
+    let sweeps = sweeps(
+        &parameters.connections,
+        &parameters.rtt_ms,
+        parameters.rtt_connections,
+    );
     for &(is_rtt, x, connections) in &sweeps {
         for (index, backend) in backends.iter().enumerate() {
             let rtt = if is_rtt { x } else { 0.0 };
@@ -283,4 +277,19 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
     );
     record.warnings = warnings;
     Ok(record)
+}
+
+/// The points of the two sweeps of seed 001 (also network-cost's), in order: each
+/// connection count with no added latency, then each round-trip time (ms) with
+/// `rtt_connections` connections, as `(is_rtt, x, connections)`.
+pub(crate) fn sweeps(
+    connections: &[u64],
+    rtt_ms: &[f64],
+    rtt_connections: u64,
+) -> Vec<(bool, f64, u64)> {
+    connections
+        .iter()
+        .map(|&connections| (false, connections as f64, connections))
+        .chain(rtt_ms.iter().map(|&rtt| (true, rtt, rtt_connections)))
+        .collect()
 }

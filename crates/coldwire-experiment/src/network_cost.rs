@@ -222,17 +222,11 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
                 ..Line::default()
             });
         }
-        let sweeps: Vec<(bool, f64, u64)> = parameters
-            .connections
-            .iter()
-            .map(|&connections| (false, connections as f64, connections))
-            .chain(
-                parameters
-                    .rtt_ms
-                    .iter()
-                    .map(|&rtt| (true, rtt, parameters.rtt_connections)),
-            )
-            .collect();
+        let sweeps = crate::connections_latency::sweeps(
+            &parameters.connections,
+            &parameters.rtt_ms,
+            parameters.rtt_connections,
+        );
         for &(is_rtt, x, connections) in &sweeps {
             for (offset, &kind) in kinds.iter().enumerate() {
                 port = port.wrapping_add(1).max(20_000);
@@ -370,29 +364,20 @@ fn measure_point(
         "--timeout=10".to_owned(),
         format!("--server-pid={}", server.process.pid()),
     ];
-    let relative = format!("raw/{stem}.json");
     let timeout = Duration::from_secs_f64(90.0 + 2.0 * (parameters.warmup + parameters.duration));
-    let result = crate::process::run_bench(
-        &context.coldwire,
+    let result = crate::process::bench_then_stop(
+        context,
+        &mut server.process,
+        kind.name(),
         &args,
         pinning.generator_cpu,
-        &context.dir.join(&relative),
+        stem,
         timeout,
     );
-    let running = server.process.is_running();
-    let stderr = server.process.stderr_tail();
-    server.process.stop();
     if let Some((mut relay, _)) = relay {
         relay.stop();
     }
-    match result {
-        Ok(document) => Ok((document, relative)),
-        Err(error) if !running => Err(error.context(format!(
-            "the server ({}) died during the run; its stderr:\n{stderr}",
-            kind.name()
-        ))),
-        Err(error) => Err(error),
-    }
+    result
 }
 
 fn describe(
@@ -457,6 +442,75 @@ fn describe(
     )
 }
 
+/// A measure drawn against the sweeps: one figure against connections and, unless
+/// `rtt` is `None`, one against the relay's round-trip time, in this order.
+struct Measure {
+    /// Figure ids `{id}-vs-connections` and `{id}-vs-rtt`.
+    id: &'static str,
+    /// Titles `{title} vs connections` and `{title} vs round-trip time`.
+    title: &'static str,
+    /// The y axis: label, unit, scale.
+    y: (&'static str, &'static str, Scale),
+    pick: fn(&Point) -> f64,
+    /// The seed's figure it reproduces and the caption, against connections.
+    connections: (Option<&'static str>, &'static str),
+    /// The same against the round-trip time.
+    rtt: Option<(Option<&'static str>, &'static str)>,
+    /// Whether the RTT title names the RTT sweep's connection count.
+    rtt_title_names_connections: bool,
+}
+
+const MEASURES: [Measure; 4] = [
+    Measure {
+        id: "throughput",
+        title: "HTTP throughput",
+        y: ("HTTP throughput", "Mbit/s", Scale::Linear),
+        pick: |point| point.megabits_per_second,
+        connections: (
+            Some("seed 001, Fig. 2"),
+            "Seed 001: throughput rises quickly with connections, then falls slowly.",
+        ),
+        rtt: Some((
+            Some("seed 001, Fig. 3"),
+            "Seed 001: throughput falls as latency grows (2,048 connections there).",
+        )),
+        rtt_title_names_connections: true,
+    },
+    Measure {
+        id: "cpu-per-segment",
+        title: "Server CPU per TCP segment",
+        y: ("server CPU per segment (in + out)", "µs", Scale::Linear),
+        pick: |point| point.cpu_us_per_segment,
+        connections: (
+            Some("seed 001, Fig. 5"),
+            "Seed 001 (cycles per packet, constant 100 Mbit/s): the system-call and TCP layers' cycles per packet rise sharply above ~128 connections (L2 misses). Here: CPU time per segment, no hardware counters.",
+        ),
+        rtt: Some((
+            Some("seed 001, Fig. 6"),
+            "Seed 001: TCP's cycles per packet almost double from 0 to 40 ms one way (dummynet on the path). Here the relay terminates TCP next to the server, whose own connections see no delay: expected flat.",
+        )),
+        rtt_title_names_connections: false,
+    },
+    Measure {
+        id: "cpu-per-request",
+        title: "Server CPU per request",
+        y: ("server CPU per request", "µs", Scale::Log),
+        pick: |point| point.cpu_us_per_request,
+        connections: (None, ""),
+        rtt: Some((None, "")),
+        rtt_title_names_connections: false,
+    },
+    Measure {
+        id: "requests",
+        title: "Requests per second",
+        y: ("throughput", "requests/s", Scale::Linear),
+        pick: |point| point.requests_per_second,
+        connections: (None, ""),
+        rtt: None,
+        rtt_title_names_connections: false,
+    },
+];
+
 fn figures(lines: &[Line], rtt_connections: u64) -> Vec<coldwire_report::Figure> {
     let by = |sweep: fn(&Line) -> &Vec<Point>, pick: fn(&Point) -> f64| {
         lines
@@ -469,82 +523,40 @@ fn figures(lines: &[Line], rtt_connections: u64) -> Vec<coldwire_report::Figure>
             })
             .collect::<Vec<_>>()
     };
-    let connections_axis = || axis("connections", "", Scale::Log);
-    let rtt_axis = || axis("round-trip time (coldwire wan)", "ms", Scale::Linear);
-    fn connections(line: &Line) -> &Vec<Point> {
-        &line.by_connections
-    }
-    fn rtt(line: &Line) -> &Vec<Point> {
-        &line.by_rtt
-    }
-    vec![
-        figure(
-            "throughput-vs-connections",
-            "HTTP throughput vs connections",
-            Some("seed 001, Fig. 2"),
-            connections_axis(),
-            axis("HTTP throughput", "Mbit/s", Scale::Linear),
-            by(connections, |point| point.megabits_per_second),
-            "Seed 001: throughput rises quickly with connections, then falls slowly.",
-        ),
-        figure(
-            "throughput-vs-rtt",
-            &format!(
-                "HTTP throughput vs round-trip time, {} connections",
+    let mut figures = Vec::new();
+    for measure in &MEASURES {
+        let (label, unit, scale) = measure.y;
+        let (reproduces, caption) = measure.connections;
+        figures.push(figure(
+            &format!("{}-vs-connections", measure.id),
+            &format!("{} vs connections", measure.title),
+            reproduces,
+            axis("connections", "", Scale::Log),
+            axis(label, unit, scale),
+            by(|line| &line.by_connections, measure.pick),
+            caption,
+        ));
+        let Some((reproduces, caption)) = measure.rtt else {
+            continue;
+        };
+        let mut title = format!("{} vs round-trip time", measure.title);
+        if measure.rtt_title_names_connections {
+            title.push_str(&format!(
+                ", {} connections",
                 thousands(rtt_connections as f64)
-            ),
-            Some("seed 001, Fig. 3"),
-            rtt_axis(),
-            axis("HTTP throughput", "Mbit/s", Scale::Linear),
-            by(rtt, |point| point.megabits_per_second),
-            "Seed 001: throughput falls as latency grows (2,048 connections there).",
-        ),
-        figure(
-            "cpu-per-segment-vs-connections",
-            "Server CPU per TCP segment vs connections",
-            Some("seed 001, Fig. 5"),
-            connections_axis(),
-            axis("server CPU per segment (in + out)", "µs", Scale::Linear),
-            by(connections, |point| point.cpu_us_per_segment),
-            "Seed 001 (cycles per packet, constant 100 Mbit/s): the system-call and TCP layers' cycles per packet rise sharply above ~128 connections (L2 misses). Here: CPU time per segment, no hardware counters.",
-        ),
-        figure(
-            "cpu-per-segment-vs-rtt",
-            "Server CPU per TCP segment vs round-trip time",
-            Some("seed 001, Fig. 6"),
-            rtt_axis(),
-            axis("server CPU per segment (in + out)", "µs", Scale::Linear),
-            by(rtt, |point| point.cpu_us_per_segment),
-            "Seed 001: TCP's cycles per packet almost double from 0 to 40 ms one way (dummynet on the path). Here the relay terminates TCP next to the server, whose own connections see no delay: expected flat.",
-        ),
-        figure(
-            "cpu-per-request-vs-connections",
-            "Server CPU per request vs connections",
-            None,
-            connections_axis(),
-            axis("server CPU per request", "µs", Scale::Log),
-            by(connections, |point| point.cpu_us_per_request),
-            "",
-        ),
-        figure(
-            "cpu-per-request-vs-rtt",
-            "Server CPU per request vs round-trip time",
-            None,
-            rtt_axis(),
-            axis("server CPU per request", "µs", Scale::Log),
-            by(rtt, |point| point.cpu_us_per_request),
-            "",
-        ),
-        figure(
-            "requests-vs-connections",
-            "Requests per second vs connections",
-            None,
-            connections_axis(),
-            axis("throughput", "requests/s", Scale::Linear),
-            by(connections, |point| point.requests_per_second),
-            "",
-        ),
-    ]
+            ));
+        }
+        figures.push(figure(
+            &format!("{}-vs-rtt", measure.id),
+            &title,
+            reproduces,
+            axis("round-trip time (coldwire wan)", "ms", Scale::Linear),
+            axis(label, unit, scale),
+            by(|line| &line.by_rtt, measure.pick),
+            caption,
+        ));
+    }
+    figures
 }
 
 fn findings(record: &mut ExperimentRecord, lines: &[Line], kinds: &[ServerKind]) {

@@ -49,18 +49,7 @@ struct Parameters {
 
 /// A peer name of the scenario as the contender it means, for cache hits.
 fn hit_contender(name: &str) -> anyhow::Result<Contender> {
-    Ok(match name {
-        "squid" => Contender::Squid,
-        "varnish" => Contender::Varnish,
-        "nginx" => Contender::NginxProxy { cache: true },
-        "haproxy" => Contender::Haproxy {
-            cache: true,
-            splice: false,
-        },
-        other => anyhow::bail!(
-            "unknown cache peer {other:?} in experiments/peers.toml [hits]: use squid, varnish, nginx or haproxy"
-        ),
-    })
+    Contender::cache_peer(name, "cache peer", "experiments/peers.toml [hits]")
 }
 
 /// A peer name of the scenario as the contender it means, for misses.

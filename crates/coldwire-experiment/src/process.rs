@@ -70,6 +70,30 @@ pub fn start_listening<S: AsRef<OsStr>>(
     Ok((process, address))
 }
 
+/// Starts `coldwire ARGS` (a subcommand run with `--admin`) pinned to `cpu` and waits, up to
+/// `timeout` each, for the stdout lines `READY ADDRESS` and `stats on URL`: the process,
+/// the address and the stats URL.
+pub fn start_with_stats(
+    coldwire: &Path,
+    args: &[String],
+    cpu: Option<usize>,
+    ready: &str,
+    timeout: Duration,
+) -> anyhow::Result<(Process, SocketAddr, String)> {
+    let mut process = start_server(coldwire, args, cpu)?;
+    let listen = process
+        .wait_for_line(ready, timeout)
+        .map_err(server_error)?;
+    let stats_url = process
+        .wait_for_line("stats on ", timeout)
+        .map_err(server_error)?;
+    let subcommand = args.first().map_or("", String::as_str);
+    let address = listen.parse().with_context(|| {
+        format!("coldwire {subcommand} printed an unexpected address `{listen}`")
+    })?;
+    Ok((process, address, stats_url))
+}
+
 /// Where the proxy under test sends requests.
 #[derive(Clone, Copy, Debug)]
 pub enum ProxyMode {
@@ -119,21 +143,51 @@ impl ProxyUnderTest {
             args.extend(["--reverse".to_owned(), format!("http://{origin}")]);
         }
         args.extend(flags.iter().cloned());
-        let mut process = start_server(coldwire, &args, cpu)?;
-        let listen = process
-            .wait_for_line("proxy listening on http://", READY_TIMEOUT)
-            .map_err(server_error)?;
-        let stats_url = process
-            .wait_for_line("stats on ", READY_TIMEOUT)
-            .map_err(server_error)?;
-        let address = listen
-            .parse()
-            .with_context(|| format!("coldwire proxy printed an unexpected address `{listen}`"))?;
+        let (process, address, stats_url) = start_with_stats(
+            coldwire,
+            &args,
+            cpu,
+            "proxy listening on http://",
+            READY_TIMEOUT,
+        )?;
         Ok(ProxyUnderTest {
             process,
             address,
             stats_url,
         })
+    }
+}
+
+/// Runs `coldwire bench ARGS` ([`run_bench`]) pinned to `cpu` against `server`, its JSON
+/// written to `raw/<stem>.json` in the experiment's directory, then stops the server: the
+/// parsed result and the JSON's path relative to that directory. A failed run whose server
+/// had died says so, naming it `the server (NAME)`, with the server's stderr.
+pub fn bench_then_stop(
+    context: &crate::RunContext,
+    server: &mut Process,
+    name: &str,
+    args: &[String],
+    cpu: Option<usize>,
+    stem: &str,
+    timeout: Duration,
+) -> anyhow::Result<(BenchDocument, String)> {
+    let relative = format!("raw/{stem}.json");
+    let result = run_bench(
+        &context.coldwire,
+        args,
+        cpu,
+        &context.dir.join(&relative),
+        timeout,
+    );
+    let running = server.is_running();
+    let stderr = server.stderr_tail();
+    server.stop();
+    match result {
+        Ok(document) => Ok((document, relative)),
+        Err(error) if !running => Err(error.context(format!(
+            "the server ({name}) died during the run; its stderr:\n{stderr}"
+        ))),
+        Err(error) => Err(error),
     }
 }
 

@@ -88,18 +88,7 @@ fn relays_for(robots: u64, per_relay: u64) -> u64 {
 /// A peer of the scenario as the reverse caching proxy it means (the `peers` experiment's
 /// cache-hit contenders).
 fn peer_contender(name: &str) -> anyhow::Result<Contender> {
-    Ok(match name {
-        "squid" => Contender::Squid,
-        "varnish" => Contender::Varnish,
-        "nginx" => Contender::NginxProxy { cache: true },
-        "haproxy" => Contender::Haproxy {
-            cache: true,
-            splice: false,
-        },
-        other => anyhow::bail!(
-            "unknown peer {other:?} in experiments/robots.toml: use squid, varnish, nginx or haproxy"
-        ),
-    })
+    Contender::cache_peer(name, "peer", "experiments/robots.toml")
 }
 
 /// One measured point.

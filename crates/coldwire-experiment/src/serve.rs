@@ -12,7 +12,7 @@ use anyhow::Context;
 use coldwire_io::Backend;
 use coldwire_process::Process;
 
-use crate::process::{server_error, start_server};
+use crate::process::start_with_stats;
 
 /// How long a starting server gets to print its addresses.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -99,16 +99,8 @@ impl ColdwireServe {
         args.push("--root".into());
         args.push(root.display().to_string());
         args.extend(extra.iter().cloned());
-        let mut process = start_server(coldwire, &args, cpu)?;
-        let listen = process
-            .wait_for_line("listening on http://", START_TIMEOUT)
-            .map_err(server_error)?;
-        let stats_url = process
-            .wait_for_line("stats on ", START_TIMEOUT)
-            .map_err(server_error)?;
-        let address = listen
-            .parse()
-            .with_context(|| format!("coldwire serve printed an unexpected address `{listen}`"))?;
+        let (process, address, stats_url) =
+            start_with_stats(coldwire, &args, cpu, "listening on http://", START_TIMEOUT)?;
         Ok(ColdwireServe {
             process,
             address,
@@ -178,24 +170,15 @@ pub fn measure(
     let mut args = bench_args(server.address);
     args.push(format!("--server-pid={}", server.process.pid()));
     args.push(format!("--server-stats={}", server.stats_url));
-    let relative = format!("raw/{stem}.json");
-    let result = crate::process::run_bench(
-        &context.coldwire,
+    crate::process::bench_then_stop(
+        context,
+        &mut server.process,
+        &format!("coldwire serve --io {backend}"),
         &args,
         pinning.generator_cpu,
-        &context.dir.join(&relative),
+        stem,
         timeout,
-    );
-    let running = server.process.is_running();
-    let stderr = server.process.stderr_tail();
-    server.process.stop();
-    match result {
-        Ok(document) => Ok((document, relative)),
-        Err(error) if !running => Err(error.context(format!(
-            "the server (coldwire serve --io {backend}) died during the run; its stderr:\n{stderr}"
-        ))),
-        Err(error) => Err(error),
-    }
+    )
 }
 
 /// The server's and the generator's CPUs: 0 and 1 on a machine with two or more, none

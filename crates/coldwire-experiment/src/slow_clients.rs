@@ -65,6 +65,42 @@ pub(crate) struct Parameters {
     pub aim_ratio: f64,
     #[serde(default)]
     pub pinning: Option<Pinning>,
+    /// Named variants of a backend, usable in `backends` by their label: more proxy flags
+    /// (`--uring-min-wait 250us`) or another coldwire binary (a before/after comparison in
+    /// one run).
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+}
+
+/// A backend run with more flags, or by another binary, under its own label.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Variant {
+    /// The name in `backends`, tables and legends.
+    pub label: String,
+    /// The proxy's `--io`.
+    pub backend: String,
+    /// More flags for `coldwire proxy`.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Another coldwire binary for the proxy (default: the one running the experiment).
+    #[serde(default)]
+    pub binary: Option<std::path::PathBuf>,
+}
+
+/// How a name in `backends` is run: its `--io`, more flags, and the binary if not ours.
+fn resolve<'a>(
+    parameters: &'a Parameters,
+    name: &'a str,
+) -> (&'a str, &'a [String], Option<&'a Path>) {
+    match parameters
+        .variants
+        .iter()
+        .find(|variant| variant.label == name)
+    {
+        Some(variant) => (&variant.backend, &variant.flags, variant.binary.as_deref()),
+        None => (name, &[], None),
+    }
 }
 
 /// One measured point.
@@ -155,7 +191,7 @@ pub(crate) fn stats(url: &str) -> anyhow::Result<serde_json::Value> {
         .parse()
         .with_context(|| format!("unexpected stats address in {url}"))?;
     let (_, body) = get(address, &format!("/{path}"))?;
-    serde_json::from_slice(&body).context("the proxy's stats are not JSON")
+    serde_json::from_slice(&body).with_context(|| format!("the stats at {url} are not JSON"))
 }
 
 /// Runs the experiment.
@@ -168,7 +204,19 @@ pub fn run(context: &RunContext) -> anyhow::Result<ExperimentRecord> {
             && parameters.think >= 0.0,
         "the scenario needs backends, positive rates and a think time"
     );
-    let (backends, mut warnings) = available_backends(&parameters.backends)?;
+    let mechanisms: Vec<String> = parameters
+        .backends
+        .iter()
+        .map(|name| resolve(&parameters, name).0.to_owned())
+        .collect();
+    let (available, mut warnings) = available_backends(&mechanisms)?;
+    let backends: Vec<String> = parameters
+        .backends
+        .iter()
+        .zip(&mechanisms)
+        .filter(|(_, mechanism)| available.contains(mechanism))
+        .map(|(name, _)| name.clone())
+        .collect();
     warnings.extend(machine_load_warning());
     let pinning = parameters.pinning.unwrap_or_default();
     let origin = ThinkingOrigin::start(&context.coldwire, &parameters, pinning.generator_cpu)?;
@@ -275,11 +323,18 @@ fn measure_point(
     (backend, rate): (&str, f64),
     stem: &str,
 ) -> anyhow::Result<(Point, Vec<String>)> {
+    let (mechanism, extra, binary) = resolve(parameters, backend);
+    let mut flags = vec!["--io".to_owned(), mechanism.to_owned()];
+    flags.extend(extra.iter().cloned());
     let contender = Contender::ColdwireProxy {
         label: backend.to_owned(),
-        flags: vec!["--io".into(), backend.into()],
+        flags,
     };
-    let mut running = contenders::start(&contender, target)?;
+    let target = Target {
+        coldwire: binary.unwrap_or(target.coldwire),
+        ..*target
+    };
+    let mut running = contenders::start(&contender, &target)?;
     let stats_url = running
         .stats_url
         .clone()

@@ -40,13 +40,18 @@ pub enum HttpError {
     /// A chunked message body is malformed or exceeds the decoder's limits. → 400.
     #[error("invalid chunked body: {0}")]
     InvalidChunkedBody(&'static str),
+    /// The request's `Expect` names an expectation other than `100-continue`, which
+    /// nothing here can meet (RFC 9110 §10.1.1). → 417.
+    #[error("unsupported expectation (only 100-continue is supported)")]
+    ExpectationFailed,
 }
 
 impl HttpError {
     /// The status code a server should answer with for this error.
     ///
     /// `BadRequest` and `InvalidChunkedBody` → 400, `UriTooLong` → 414, `HeadTooLarge` and
-    /// `TooManyHeaders` → 431, `Forbidden` → 403, `NotImplemented` → 501, `VersionNotSupported` → 505.
+    /// `TooManyHeaders` → 431, `Forbidden` → 403, `NotImplemented` → 501, `VersionNotSupported` → 505,
+    /// `ExpectationFailed` → 417.
     pub const fn status(&self) -> Status {
         match self {
             HttpError::BadRequest(_) | HttpError::InvalidChunkedBody(_) => Status::BAD_REQUEST,
@@ -57,6 +62,7 @@ impl HttpError {
             HttpError::Forbidden(_) => Status::FORBIDDEN,
             HttpError::NotImplemented(_) => Status::NOT_IMPLEMENTED,
             HttpError::VersionNotSupported => Status::HTTP_VERSION_NOT_SUPPORTED,
+            HttpError::ExpectationFailed => Status::EXPECTATION_FAILED,
         }
     }
 }
@@ -74,6 +80,7 @@ mod tests {
         assert_eq!(HttpError::TooManyHeaders.status().code(), 431);
         assert_eq!(HttpError::Forbidden("x").status().code(), 403);
         assert_eq!(HttpError::NotImplemented("x").status().code(), 501);
+        assert_eq!(HttpError::ExpectationFailed.status().code(), 417);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 use std::mem::MaybeUninit;
 
 use crate::error::HttpError;
-use crate::fields::{has_token, trim_ows};
+use crate::fields::{comma_list, has_token, trim_ows};
 use crate::framing::{BodyFraming, FramingScan};
 use crate::limits::{Limits, MAX_HEADERS_CAP};
 use crate::method::Method;
@@ -90,7 +90,9 @@ pub struct RequestHead<'b> {
 /// - no complete head within [`Limits::max_head_bytes`] → [`HttpError::HeadTooLarge`] (431);
 /// - more than [`Limits::max_headers`] fields → [`HttpError::TooManyHeaders`] (431);
 /// - syntax errors, bad `Host` or bad framing → [`HttpError::BadRequest`] (400);
-/// - a transfer coding other than `chunked` → [`HttpError::NotImplemented`] (501).
+/// - a transfer coding other than `chunked` → [`HttpError::NotImplemented`] (501);
+/// - an `Expect` member other than `100-continue` → [`HttpError::ExpectationFailed`] (417,
+///   checked after framing, so a smuggling attempt is still a 400).
 ///
 /// Leading empty lines before the request line are skipped (RFC 9112 §2.2) and count towards
 /// `head_len`. Bare LF line endings are accepted in the head, as httparse does.
@@ -173,6 +175,7 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
     let mut host_count = 0u32;
     let mut connection_close = false;
     let mut connection_keep_alive = false;
+    let mut unknown_expectation = false;
     for (slot, header) in head.line_starts.iter_mut().zip(request.headers.iter()) {
         // The window is at most MAX_HEAD_BYTES_CAP long, so offsets fit in u32.
         *slot = (header.name.as_ptr() as usize).wrapping_sub(base) as u32;
@@ -188,10 +191,14 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
                 }
             }
             5 if name.eq_ignore_ascii_case(b"range") => head.present_fields |= field_flags::RANGE,
-            6 if name.eq_ignore_ascii_case(b"expect")
-                && trim_ows(value).eq_ignore_ascii_case(b"100-continue") =>
-            {
-                head.expects_continue = version == Version::Http11;
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                for expectation in comma_list(value) {
+                    if expectation.eq_ignore_ascii_case(b"100-continue") {
+                        head.expects_continue = version == Version::Http11;
+                    } else {
+                        unknown_expectation = true;
+                    }
+                }
             }
             8 if name.eq_ignore_ascii_case(b"if-match") => {
                 head.present_fields |= field_flags::IF_MATCH;
@@ -234,6 +241,9 @@ pub fn parse_request<'b>(buf: &'b [u8], limits: &Limits) -> Result<Parsed<'b>, H
         return Err(HttpError::BadRequest("missing Host"));
     }
     head.framing = framing.finish_request(version)?;
+    if unknown_expectation {
+        return Err(HttpError::ExpectationFailed);
+    }
     head.keep_alive = match version {
         Version::Http11 => !connection_close,
         Version::Http10 => connection_keep_alive && !connection_close,
@@ -286,12 +296,53 @@ fn map_httparse_error(error: httparse::Error) -> HttpError {
     }
 }
 
-/// `Host` = uri-host [ ":" port ]; we accept the characters of reg-name, IP-literal and port
-/// (RFC 3986) and nothing else, so a host can never smuggle `/`, `\`, spaces or controls into
-/// virtual-host lookups or logs. An empty value is allowed (RFC 9112 §3.2).
+/// `Host` = uri-host [ ":" port ] (RFC 9112 §3.2, RFC 3986 §3.2.2): an IP-literal in
+/// brackets, or a reg-name / IPv4 address of unreserved, sub-delims and well-formed `%HH`
+/// characters; then optionally `:` and digits. Anything else — a second `:`, an unclosed
+/// bracket, `%zz`, `/`, `\`, spaces, controls — is invalid (400), so a host can never
+/// smuggle a path or a second port into virtual-host lookups, upstream `Host` or logs. An
+/// empty value is allowed (RFC 9112 §3.2).
 pub(crate) fn is_valid_host(value: &[u8]) -> bool {
-    value.iter().all(|&byte| {
-        byte.is_ascii_alphanumeric()
+    let (host, port) = if let Some(inside) = value.strip_prefix(b"[") {
+        let Some(close) = inside.iter().position(|&byte| byte == b']') else {
+            return false;
+        };
+        let (literal, after) = inside.split_at(close);
+        let literal_is_valid = !literal.is_empty()
+            && literal
+                .iter()
+                .all(|&byte| byte.is_ascii_hexdigit() || matches!(byte, b':' | b'.' | b'v' | b'V'));
+        if !literal_is_valid {
+            return false;
+        }
+        (&[][..], after.get(1..).unwrap_or(&[]))
+    } else {
+        match value.iter().position(|&byte| byte == b':') {
+            Some(colon) => (&value[..colon], &value[colon..]),
+            None => (value, &[][..]),
+        }
+    };
+    let port_is_valid = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    port_is_valid && is_reg_name(host)
+}
+
+/// RFC 3986 reg-name: unreserved, sub-delims and `%HH` (also covers IPv4 addresses).
+fn is_reg_name(host: &[u8]) -> bool {
+    let mut index = 0;
+    while let Some(&byte) = host.get(index) {
+        if byte == b'%' {
+            let hex = host.get(index + 1..index + 3);
+            if !hex.is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit)) {
+                return false;
+            }
+            index += 3;
+            continue;
+        }
+        let allowed = byte.is_ascii_alphanumeric()
             || matches!(
                 byte,
                 b'-' | b'.'
@@ -308,12 +359,13 @@ pub(crate) fn is_valid_host(value: &[u8]) -> bool {
                     | b','
                     | b';'
                     | b'='
-                    | b':'
-                    | b'['
-                    | b']'
-                    | b'%'
-            )
-    })
+            );
+        if !allowed {
+            return false;
+        }
+        index += 1;
+    }
+    true
 }
 
 impl<'b> RequestHead<'b> {

@@ -139,6 +139,30 @@ fn host_rules() {
 }
 
 #[test]
+fn rfc9112_section_3_2_host_must_be_uri_host_and_port() {
+    for bad in [
+        "a:b", "a:1:2", "[::1", "[::1]x", "[::1]:8x", "[]", "a%zz", "a%4", "[a::1", "a]", "a[",
+    ] {
+        let input = format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n");
+        assert_eq!(status_of(input.as_bytes()), 400, "Host: {bad}");
+    }
+    for good in [
+        "example.com",
+        "example.com:8080",
+        "a:",
+        "127.0.0.1:80",
+        "[::1]",
+        "[::1]:443",
+        "%41b.example",
+        "under_score.example",
+    ] {
+        let input = format!("GET / HTTP/1.1\r\nHost: {good}\r\n\r\n");
+        let (head, _) = complete(input.as_bytes());
+        assert_eq!(head.host(), Some(good.as_bytes()), "Host: {good}");
+    }
+}
+
+#[test]
 fn framing_is_validated_while_parsing() {
     let (head, head_len) =
         complete(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello");
@@ -170,6 +194,25 @@ fn expect_continue_only_for_http11() {
     let (head, _) = complete(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\n\r\n");
     assert!(head.expects_continue());
     let (head, _) = complete(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n");
+    assert!(!head.expects_continue());
+}
+
+#[test]
+fn rfc9110_section_10_1_1_unknown_expectations_are_417() {
+    for input in [
+        &b"GET / HTTP/1.1\r\nHost: a\r\nExpect: foo\r\n\r\n"[..],
+        b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue, x=y\r\nContent-Length: 1\r\n\r\n",
+        b"GET / HTTP/1.0\r\nExpect: 200-ok\r\n\r\n",
+    ] {
+        assert_eq!(status_of(input), 417, "{}", String::from_utf8_lossy(input));
+    }
+    // Framing errors still win: the connection cannot be trusted either way.
+    assert_eq!(
+        status_of(b"POST / HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+        400
+    );
+    // An empty list expects nothing.
+    let (head, _) = complete(b"GET / HTTP/1.1\r\nHost: a\r\nExpect: ,\r\n\r\n");
     assert!(!head.expects_continue());
 }
 

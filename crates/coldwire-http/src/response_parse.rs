@@ -87,6 +87,11 @@ pub fn parse_response_head_with(
         fields: &*response.headers,
     });
     let status = response.code.unwrap_or(0);
+    // RFC 9110 §15: a status code is three digits from 100 to 599; `099` parses as 99 and
+    // would be passed on as a two-digit status line.
+    if !(100..=599).contains(&status) {
+        return Err(HttpError::BadRequest("status code outside 100-599"));
+    }
     let minor_version = response.version.unwrap_or(1);
     let mut content_length: Option<u64> = None;
     let mut chunked = false;
@@ -135,7 +140,9 @@ pub fn parse_response_head_with(
     let persistent = if minor_version >= 1 {
         !close
     } else {
-        keep_alive_token && !close
+        // RFC 9112 §6.1: `Transfer-Encoding` in an HTTP/1.0 message means its framing may
+        // be faulty; the connection is closed after it, whatever `Connection` says.
+        keep_alive_token && !close && !transfer_encoding
     };
     Ok(Some(ResponseHead {
         status,
@@ -197,6 +204,33 @@ mod tests {
         assert_eq!(head.status, 200);
         assert_eq!(head.framing, ResponseFraming::Length(5));
         assert_eq!(head.head_len, 38);
+        assert!(head.keep_alive);
+    }
+
+    #[test]
+    fn rfc9110_section_15_status_codes_are_100_to_599() {
+        for status in ["099", "000", "600", "999"] {
+            let input = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
+            assert!(
+                parse_response_head(input.as_bytes(), false).is_err(),
+                "{status}"
+            );
+        }
+        assert_eq!(parse("HTTP/1.1 100 Continue\r\n\r\n").status, 100);
+        assert_eq!(
+            parse("HTTP/1.1 599 X\r\nContent-Length: 0\r\n\r\n").status,
+            599
+        );
+    }
+
+    #[test]
+    fn rfc9112_section_6_1_transfer_encoding_in_http10_is_never_persistent() {
+        let head = parse(
+            "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        assert_eq!(head.framing, ResponseFraming::Chunked);
+        assert!(!head.keep_alive);
+        let head = parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
         assert!(head.keep_alive);
     }
 

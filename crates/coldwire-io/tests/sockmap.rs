@@ -4,52 +4,16 @@
 //! of stream is forwarded once everything redirected has been written.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use coldwire_io::sockmap::{Sockmap, SplicedPair, probe};
 
-/// The far ends and the proxy's two sockets: `client ↔ proxy[0]`, `proxy[1] ↔ server`.
-struct Topology {
-    client: TcpStream,
-    server: TcpStream,
-    proxy: [TcpStream; 2],
-}
+mod sockmap_support;
 
-fn topology() -> Topology {
-    let front = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = TcpStream::connect(front.local_addr().unwrap()).unwrap();
-    let (proxy_front, _) = front.accept().unwrap();
-    let proxy_back = TcpStream::connect(origin.local_addr().unwrap()).unwrap();
-    let (server, _) = origin.accept().unwrap();
-    proxy_front.set_nonblocking(true).unwrap();
-    proxy_back.set_nonblocking(true).unwrap();
-    Topology {
-        client,
-        server,
-        proxy: [proxy_front, proxy_back],
-    }
-}
-
-fn pattern(length: usize, seed: u8) -> Vec<u8> {
-    (0..length)
-        .map(|index| {
-            (index as u64)
-                .wrapping_mul(2654435761)
-                .wrapping_add(u64::from(seed)) as u8
-                ^ (index >> 13) as u8
-        })
-        .collect()
-}
-
-fn sha256(bytes: &[u8]) -> Vec<u8> {
-    ring::digest::digest(&ring::digest::SHA256, bytes)
-        .as_ref()
-        .to_vec()
-}
+use sockmap_support::{pattern, sha256, topology};
 
 /// Writes `bytes` then closes the write side; returns everything read until end of stream.
 fn exchange(stream: TcpStream, bytes: Vec<u8>) -> thread::JoinHandle<Vec<u8>> {

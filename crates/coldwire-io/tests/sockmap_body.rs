@@ -5,7 +5,7 @@
 //! socket, in order, for the proxy to read.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::thread;
@@ -13,52 +13,14 @@ use std::time::{Duration, Instant};
 
 use coldwire_io::sockmap::{BodySockmap, BodyState, BodyTransfer, probe_bodies};
 
+mod sockmap_support;
+
+use sockmap_support::{Topology, pattern, sha256, topology};
+
 /// What the proxy writes to the client after the body: the next response, in short.
 const NEXT_RESPONSE: &[u8] = b"HTTP/1.1 204 No Content\r\n\r\n";
 /// What the upstream sends right after the body (the next response's first bytes).
 const AFTER_BODY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-
-/// `client ↔ proxy_front`, `proxy_back ↔ server`.
-struct Topology {
-    client: TcpStream,
-    server: TcpStream,
-    proxy_front: TcpStream,
-    proxy_back: TcpStream,
-}
-
-fn topology() -> Topology {
-    let front = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = TcpStream::connect(front.local_addr().unwrap()).unwrap();
-    let (proxy_front, _) = front.accept().unwrap();
-    let proxy_back = TcpStream::connect(origin.local_addr().unwrap()).unwrap();
-    let (server, _) = origin.accept().unwrap();
-    proxy_front.set_nonblocking(true).unwrap();
-    proxy_back.set_nonblocking(true).unwrap();
-    Topology {
-        client,
-        server,
-        proxy_front,
-        proxy_back,
-    }
-}
-
-fn pattern(length: usize, seed: u8) -> Vec<u8> {
-    (0..length)
-        .map(|index| {
-            (index as u64)
-                .wrapping_mul(2654435761)
-                .wrapping_add(u64::from(seed)) as u8
-                ^ (index >> 13) as u8
-        })
-        .collect()
-}
-
-fn sha256(bytes: &[u8]) -> Vec<u8> {
-    ring::digest::digest(&ring::digest::SHA256, bytes)
-        .as_ref()
-        .to_vec()
-}
 
 fn wait_for(socket: &TcpStream, events: i16) {
     let mut descriptor = libc::pollfd {
@@ -148,8 +110,7 @@ fn relay_body(
     let Topology {
         mut client,
         mut server,
-        mut proxy_front,
-        mut proxy_back,
+        proxy: [mut proxy_front, mut proxy_back],
     } = topology();
     let body = pattern(size, size as u8);
     let expected = sha256(&body);
@@ -323,8 +284,7 @@ fn truncated_body(sockmap: &BodySockmap, pre_read: usize) -> Vec<u8> {
     let Topology {
         mut client,
         mut server,
-        mut proxy_front,
-        mut proxy_back,
+        proxy: [mut proxy_front, mut proxy_back],
     } = topology();
     let sent = pattern(300 * 1024, 9);
     let server_thread = thread::spawn(move || {
@@ -381,8 +341,7 @@ fn a_client_that_resets_mid_body_is_reported() {
     let Topology {
         client,
         mut server,
-        proxy_front,
-        proxy_back,
+        proxy: [proxy_front, proxy_back],
     } = topology();
     let server_thread = thread::spawn(move || {
         // More than the client's and the proxy's buffers hold: the rest waits.
@@ -408,8 +367,7 @@ fn an_upstream_reset_mid_body_is_reported_as_truncated() {
     let Topology {
         mut client,
         server,
-        proxy_front,
-        proxy_back,
+        proxy: [proxy_front, proxy_back],
     } = topology();
     let transfer = sockmap
         .start(proxy_back.as_raw_fd(), proxy_front.as_raw_fd(), 1 << 20)

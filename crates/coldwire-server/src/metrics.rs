@@ -125,6 +125,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         |worker| worker.http.connection_limit_reached,
     ),
     (
+        "coldwire_connection_limit_descriptors_total",
+        "counter",
+        "Of the connection_limit_reached 503s, those for want of descriptors or socket memory (raise the open-files limit); the rest found the worker at --max-connections.",
+        |worker| worker.http.connection_limit_descriptors,
+    ),
+    (
         "coldwire_tunnels_sockmap_total",
         "counter",
         "Proxy CONNECT tunnels spliced in the kernel by the BPF sockmap (--data-path sockmap).",
@@ -159,6 +165,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         "counter",
         "Times accepting paused for lack of descriptors or the connection limit.",
         |worker| worker.loop_counters.accept_pauses,
+    ),
+    (
+        "coldwire_accept_holds_total",
+        "counter",
+        "Times the proxy stopped accepting short of the connection limit to keep slots for the upstream connections of clients just accepted.",
+        |worker| worker.loop_counters.accept_holds,
     ),
     (
         "coldwire_would_block_total",
@@ -423,7 +435,7 @@ fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::Di
     for (kind, count) in disk.io_errors_by_kind.labelled() {
         errors.sample("", &[("kind", kind)], count);
     }
-    let single: [(&'static str, &str, &str, u64); 11] = [
+    let single: [(&'static str, &str, &str, u64); 15] = [
         (
             "coldwire_cache_disk_written_bytes_total",
             "counter",
@@ -490,6 +502,31 @@ fn disk_metrics(out: &mut String, cache: &CacheReport, disk: &coldwire_cache::Di
             "gauge",
             "Objects the disk store found intact at start-up.",
             disk.recovered,
+        ),
+        (
+            "coldwire_cache_disk_ring_writes_submitted_total",
+            "counter",
+            "Segment writes (records, kills) submitted on the workers' io_uring rings \
+             (--io uring without --disk-thread-writes; a short write's rest counts again).",
+            disk.ring_writes_submitted,
+        ),
+        (
+            "coldwire_cache_disk_ring_writes_completed_total",
+            "counter",
+            "Segment writes completed on the workers' io_uring rings.",
+            disk.ring_writes_completed,
+        ),
+        (
+            "coldwire_cache_disk_ring_syncs_submitted_total",
+            "counter",
+            "Data syncs of segment files submitted on the workers' io_uring rings.",
+            disk.ring_syncs_submitted,
+        ),
+        (
+            "coldwire_cache_disk_ring_syncs_completed_total",
+            "counter",
+            "Data syncs completed on the workers' io_uring rings.",
+            disk.ring_syncs_completed,
         ),
     ];
     for (name, kind, help, value) in single {

@@ -1,4 +1,5 @@
-//! The origin server's answer to one parsed request: method and target checks, path
+//! The origin server's answer to one parsed request: method checks (501 for a method it
+//! does not know, 405 for a known one other than GET and HEAD), target checks, path
 //! resolution inside the root, the file cache, conditionals (304/412), single ranges
 //! (206/416), and small error responses. Writes into an [`Output`]; touches no socket.
 //!
@@ -65,6 +66,11 @@ impl Responder<'_> {
         let fail = |status: Status, driver: &mut D, output: &mut Output| {
             error_response(status, version, keep_alive, head_only, date, driver, output)
         };
+        if method == Method::Other {
+            // RFC 9110 §9.1: a method this server does not know at all (methods are
+            // case-sensitive, so `get` too) is 501; a known one it does not allow is 405.
+            return fail(Status::NOT_IMPLEMENTED, driver, output);
+        }
         if !method.is_get_or_head() {
             return fail(Status::METHOD_NOT_ALLOWED, driver, output);
         }

@@ -51,6 +51,10 @@ pub struct RequestCounters {
     /// because no upstream connection could be opened — the worker's connection limit or
     /// the process's descriptors ran out.
     pub connection_limit_reached: u64,
+    /// Proxy: of `connection_limit_reached`, the requests refused because the process ran
+    /// out of descriptors or socket memory (`EMFILE`/`ENFILE`/`ENOBUFS`/`ENOMEM`: raise the
+    /// open-files limit); the rest found the worker at `--max-connections`.
+    pub connection_limit_descriptors: u64,
     /// Proxy, `--data-path sockmap`: CONNECT tunnels spliced in the kernel (BPF sockmap).
     pub tunnels_sockmap: u64,
     /// Proxy, `--data-path sockmap`: CONNECT tunnels that took the splice (or copy) path
@@ -99,6 +103,7 @@ impl RequestCounters {
         self.file_opens += other.file_opens;
         self.response_time.add(&other.response_time);
         self.connection_limit_reached += other.connection_limit_reached;
+        self.connection_limit_descriptors += other.connection_limit_descriptors;
         self.tunnels_sockmap += other.tunnels_sockmap;
         self.sockmap_fallbacks += other.sockmap_fallbacks;
     }

@@ -17,6 +17,9 @@
 //! * [`body`] — deterministic bodies and their SHA-256; [`docroot`] — a document root
 //!   with known files.
 //!
+//! * [`starvation`] — run-queue wait of a thread or process and the machine's CPU pressure,
+//!   for tests that skip a speed-dependent check (saying why) when they were starved.
+//!
 //! Every helper panics with a message naming what failed: these are tests.
 
 pub mod backends;
@@ -31,6 +34,7 @@ pub mod request;
 pub mod response;
 pub mod scripted;
 pub mod server;
+pub mod starvation;
 
 pub use backends::{backend_available, raise_open_files_limit};
 pub use binary::{coldwire, coldwire_binary};

@@ -646,21 +646,17 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
         server.stop_within(Duration::from_secs(10));
     }
     let run = result?;
-    let report = BenchReport {
-        schema_version: SCHEMA_VERSION,
-        tool: "coldwire-bench",
-        tool_version: env!("CARGO_PKG_VERSION"),
-        started_unix_seconds: started,
-        command_line: std::env::args().collect(),
-        machine: MachineInfo::current(arguments.cpu),
-        server: ServerInfo {
+    let report = BenchReport::of_this_process(
+        started,
+        MachineInfo::current(arguments.cpu),
+        ServerInfo {
             command: arguments.spawn.clone(),
             pid,
             stats_url: arguments.server_stats.clone(),
         },
-        runs: vec![run],
-        interrupted: stop.load(Ordering::Relaxed),
-    };
+        vec![run],
+        stop.load(Ordering::Relaxed),
+    );
     if plan.saturate.is_some() {
         // Steps are run until one fails on purpose: no objective to check.
         return finish(&report, arguments.json.as_deref());
@@ -751,21 +747,17 @@ fn quickstart(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<(
     }
     bar.finish();
     server.stop_within(Duration::from_secs(10));
-    let report = BenchReport {
-        schema_version: SCHEMA_VERSION,
-        tool: "coldwire-bench",
-        tool_version: env!("CARGO_PKG_VERSION"),
-        started_unix_seconds: started,
-        command_line: std::env::args().collect(),
-        machine: MachineInfo::current(generator_cpu),
-        server: ServerInfo {
+    let report = BenchReport::of_this_process(
+        started,
+        MachineInfo::current(generator_cpu),
+        ServerInfo {
             command: Some(server.command().to_owned()),
             pid: Some(server.pid()),
             stats_url: Some(admin),
         },
         runs,
-        interrupted: stop.load(Ordering::Relaxed),
-    };
+        stop.load(Ordering::Relaxed),
+    );
     let conclusion = quickstart::conclusion(&report);
     finish_with(&report, arguments.json.as_deref(), &[], conclusion)
 }

@@ -248,21 +248,17 @@ pub fn run(arguments: &BenchArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<()> 
     let command = spawned_proxy.as_ref().map(|proxy| proxy.2.clone());
     drop(stack);
     let run = result?;
-    let report = BenchReport {
-        schema_version: SCHEMA_VERSION,
-        tool: "coldwire-bench",
-        tool_version: env!("CARGO_PKG_VERSION"),
-        started_unix_seconds: started,
-        command_line: std::env::args().collect(),
-        machine: MachineInfo::current(arguments.cpu),
-        server: ServerInfo {
+    let report = BenchReport::of_this_process(
+        started,
+        MachineInfo::current(arguments.cpu),
+        ServerInfo {
             command,
             pid: watch.pid,
             stats_url: watch.stats_url.clone(),
         },
-        runs: vec![run],
-        interrupted: stop.load(Ordering::Relaxed),
-    };
+        vec![run],
+        stop.load(Ordering::Relaxed),
+    );
     print!("{}", coldwire_bench::population::summary::format(&report));
     // No JSON unless asked (`--json FILE`, `-` for stdout), as the bench's other modes.
     write_json(&report, arguments.json.as_deref())

@@ -19,7 +19,7 @@ use coldwire_bench::population::run::{PopulationPlan, run_population_on};
 use coldwire_bench::replay::{ReplayPopulation, connection_rule};
 use coldwire_bench::replay_closed::ClosedReplayPopulation;
 use coldwire_bench::report::{BenchReport, MachineInfo, ServerInfo};
-use coldwire_bench::{LoadConfig, SCHEMA_VERSION, ServerWatch, Target};
+use coldwire_bench::{LoadConfig, ServerWatch, Target};
 use coldwire_io::{Backend, DriverConfig};
 use coldwire_server::system;
 use coldwire_workload::trace::{ReplayPlan, TraceFormat};
@@ -267,20 +267,16 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
             phase.achieved_rate,
         );
     }
-    let report = BenchReport {
-        schema_version: SCHEMA_VERSION,
-        tool: "coldwire-bench",
-        tool_version: env!("CARGO_PKG_VERSION"),
-        started_unix_seconds: started,
-        command_line: std::env::args().collect(),
-        machine: MachineInfo::current(arguments.cpu),
-        server: ServerInfo {
+    let report = BenchReport::of_this_process(
+        started,
+        MachineInfo::current(arguments.cpu),
+        ServerInfo {
             command: None,
             pid,
             stats_url: arguments.server_stats.clone(),
         },
-        runs: vec![run],
-        interrupted: stop.load(Ordering::Relaxed),
-    };
+        vec![run],
+        stop.load(Ordering::Relaxed),
+    );
     finish(&report, arguments.json.as_deref())
 }

@@ -39,6 +39,11 @@ pub struct RuntimeArgs {
     /// calls, but it spins on a core while the server is busy).
     #[arg(long)]
     pub sqpoll: bool,
+    /// With --io uring: batch completions per loop turn — a turn's wait lasts until 64
+    /// completions are ready or this long has passed with one ready (fewer wake-ups, at
+    /// up to this much latency per step of a request); 0 turns it off. Linux 6.12+.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub uring_min_wait: Option<Duration>,
     /// Worker threads, each with its own SO_REUSEPORT listener [default: one per core].
     #[arg(long)]
     pub workers: Option<usize>,
@@ -141,6 +146,15 @@ impl RuntimeArgs {
             bail!("--sqpoll needs --io uring (it is a setting of the io_uring completion driver)");
         }
         config.sqpoll = self.sqpoll;
+        if let Some(wait) = self.uring_min_wait {
+            if config.backend != Backend::Uring {
+                bail!(
+                    "--uring-min-wait needs --io uring (it is a setting of the io_uring \
+                     completion driver)"
+                );
+            }
+            config.uring_min_wait = (!wait.is_zero()).then_some(wait);
+        }
         Ok(())
     }
 }

@@ -81,6 +81,24 @@ pub(crate) enum Contender {
 }
 
 impl Contender {
+    /// A cache peer named in a scenario (`squid`, `varnish`, `nginx`, `haproxy`) as the
+    /// reverse caching proxy it means; an unknown name fails with `unknown {what} "NAME" in
+    /// {place}` and the names that exist.
+    pub fn cache_peer(name: &str, what: &str, place: &str) -> anyhow::Result<Contender> {
+        Ok(match name {
+            "squid" => Contender::Squid,
+            "varnish" => Contender::Varnish,
+            "nginx" => Contender::NginxProxy { cache: true },
+            "haproxy" => Contender::Haproxy {
+                cache: true,
+                splice: false,
+            },
+            other => anyhow::bail!(
+                "unknown {what} {other:?} in {place}: use squid, varnish, nginx or haproxy"
+            ),
+        })
+    }
+
     /// The name in legends and tables.
     pub fn name(&self) -> String {
         match self {

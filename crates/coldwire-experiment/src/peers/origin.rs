@@ -65,17 +65,7 @@ impl Origin {
 
     /// Requests the origin has answered so far (its stats endpoint's `total.http.requests`).
     pub fn requests(&self) -> anyhow::Result<u64> {
-        let url = &self.serve.stats_url;
-        let rest = url
-            .strip_prefix("http://")
-            .with_context(|| format!("unexpected stats URL {url}"))?;
-        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let address: SocketAddr = host
-            .parse()
-            .with_context(|| format!("unexpected stats address in {url}"))?;
-        let (_, body) = get(address, &format!("/{path}"))?;
-        let value: serde_json::Value =
-            serde_json::from_slice(&body).context("the origin's stats are not JSON")?;
+        let value = crate::slow_clients::stats(&self.serve.stats_url)?;
         value["total"]["http"]["requests"]
             .as_u64()
             .context("the origin's stats have no total.http.requests")

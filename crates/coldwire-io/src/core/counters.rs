@@ -83,6 +83,10 @@ pub struct LoopCounters {
     /// full in the middle of a turn (included in `uring_enter_calls`).
     #[serde(default)]
     pub uring_sq_full_enters: u64,
+    /// io_uring backends: waits that batched completions (`--uring-min-wait`: asked for a
+    /// batch, bounded by the minimum wait; included in `wait_calls`).
+    #[serde(default)]
+    pub uring_batched_waits: u64,
     /// Readiness backends: page-cache residency probes (`cachestat`, or the `mincore`
     /// fallback) made before sending a window of a file.
     #[serde(default)]
@@ -110,6 +114,12 @@ pub struct LoopCounters {
     /// turn, as the readiness driver stops accepting after a batch.
     #[serde(default)]
     pub accept_throttles: u64,
+    /// Times accepting stopped short of the connection limit to keep a slot for the
+    /// upstream connection of a client just accepted (`DriverConfig::reserve_upstream`,
+    /// the proxy): clients wait in the listen queue (or io_uring's backlog) instead of
+    /// taking the slots their own requests need.
+    #[serde(default)]
+    pub accept_holds: u64,
 }
 
 impl LoopCounters {
@@ -169,12 +179,14 @@ impl LoopCounters {
             uring_recv_no_buffers,
             uring_cq_overflows,
             uring_sq_full_enters,
+            uring_batched_waits,
             file_probe_calls,
             file_reads_offloaded,
             kernel_bodies,
             closing_connections,
             accept_backlog,
             accept_throttles,
+            accept_holds,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -204,11 +216,13 @@ impl LoopCounters {
         self.uring_recv_no_buffers += uring_recv_no_buffers;
         self.uring_cq_overflows += uring_cq_overflows;
         self.uring_sq_full_enters += uring_sq_full_enters;
+        self.uring_batched_waits += uring_batched_waits;
         self.file_probe_calls += file_probe_calls;
         self.file_reads_offloaded += file_reads_offloaded;
         self.kernel_bodies += kernel_bodies;
         self.closing_connections += closing_connections;
         self.accept_backlog += accept_backlog;
         self.accept_throttles += accept_throttles;
+        self.accept_holds += accept_holds;
     }
 }

@@ -225,6 +225,16 @@ pub struct DriverConfig {
     pub accept_pause: Duration,
     /// Connections accepted per listener per loop turn before serving others again.
     pub accept_batch: usize,
+    /// Keep a second slot free for each client accepted until its first request has had
+    /// its loop turn: a proxy's request needs one more connection, upstream. Without it, a
+    /// loop near `max_connections` gives the slots those upstream connections need to the
+    /// next clients it accepts, and the requests fail with [`ConnectionLimitReached`]
+    /// (issue 19). The readiness drivers read a new client's request in the turn that
+    /// accepts it, so they keep a slot per client accepted in the current turn; io_uring
+    /// receives it one turn later, so it keeps one per client of this turn and the last
+    /// (`accept_holds` in the counters). Default off (a server that opens nothing per
+    /// request); the proxy turns it on.
+    pub reserve_upstream: bool,
     /// Timer resolution: deadlines fire no earlier than set and at most this much later.
     pub timer_tick: Duration,
     /// Slots of the timer wheel (a power of two). `timer_tick × timer_slots` should exceed
@@ -257,6 +267,7 @@ impl Default for DriverConfig {
             max_free_buffers: 1024,
             accept_pause: Duration::from_millis(100),
             accept_batch: 128,
+            reserve_upstream: false,
             timer_tick: Duration::from_millis(50),
             timer_slots: 8192,
             read_ahead: read_ahead_from_environment(),

@@ -61,15 +61,21 @@ impl<P: Poller> ReadinessDriver<P> {
             if self.accepting.is_paused() {
                 return;
             }
-            if self.connections.len() >= self.config.max_connections {
+            if self.room() == 0 {
                 if self.accepting.reach_limit() {
+                    if self.connections.len() < self.config.max_connections {
+                        self.counters.accept_holds += 1;
+                    }
                     self.pause_accepting();
                 }
                 return;
             }
             self.counters.accept_calls += 1;
             match sys::accept(listener_fd) {
-                Ok((fd, peer)) => self.adopt(index, fd, peer),
+                Ok((fd, peer)) => {
+                    self.adopt(index, fd, peer);
+                    self.turn_accepts += 1;
+                }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     self.counters.would_block += 1;
                     return;
@@ -85,6 +91,33 @@ impl<P: Poller> ReadinessDriver<P> {
             }
         }
         self.listeners_ready.push(index as u32);
+    }
+
+    /// Slots new clients may take now: the limit, less the open connections and, with
+    /// `DriverConfig::reserve_upstream`, one per client accepted in this turn (its request
+    /// is read when the server handles the turn's completions, and may need a slot for its
+    /// upstream connection).
+    fn room(&self) -> usize {
+        let reserved = if self.config.reserve_upstream {
+            self.turn_accepts
+        } else {
+            0
+        };
+        self.config
+            .max_connections
+            .saturating_sub(self.connections.len() + reserved)
+    }
+
+    /// Before a wait: the slots kept for the last turn's clients are free again (their
+    /// requests have been handled); accepting resumes if only they had stopped it.
+    pub(super) fn begin_accept_turn(&mut self) {
+        if self.turn_accepts == 0 {
+            return;
+        }
+        self.turn_accepts = 0;
+        if self.room() > 0 && self.accepting.below_limit() {
+            self.resume_accepting();
+        }
     }
 
     /// After a wait: resumes accepting if its pause ended, then accepts from the listeners
@@ -103,7 +136,7 @@ impl<P: Poller> ReadinessDriver<P> {
 
     /// A connection closed: accepting resumes if it waited for a free slot.
     pub(super) fn slot_freed(&mut self) {
-        if self.connections.len() < self.config.max_connections && self.accepting.below_limit() {
+        if self.room() > 0 && self.accepting.below_limit() {
             self.resume_accepting();
         }
     }

@@ -112,6 +112,8 @@ pub struct ReadinessDriver<P: Poller> {
     /// Listeners to accept from without waiting (batch cut short, or accepting resumed).
     listeners_ready: Vec<u32>,
     accepting: AcceptGate,
+    /// Clients accepted in this turn (`DriverConfig::reserve_upstream`, `accept.rs`).
+    turn_accepts: usize,
     timers: ConnectionTimers,
     buffers: BufferPool,
     output_pools: OutputPools,
@@ -152,6 +154,7 @@ impl<P: Poller> ReadinessDriver<P> {
             listeners: Vec::new(),
             listeners_ready: Vec::new(),
             accepting: AcceptGate::default(),
+            turn_accepts: 0,
             output_pools: OutputPools::default(),
             completions: VecDeque::new(),
             events: Vec::with_capacity(1024),
@@ -206,6 +209,7 @@ impl<P: Poller> ReadinessDriver<P> {
     /// One loop turn: waits for readiness and performs what became possible, accepts, and
     /// fires the timers that are due.
     fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.begin_accept_turn();
         let timeout = self.wait_timeout(timeout);
         self.events.clear();
         let mut events = std::mem::take(&mut self.events);

@@ -31,7 +31,9 @@ use super::program::{
     BPF_MAP_DELETE_ELEM, BPF_MAP_LOOKUP_ELEM, BPF_MAP_TYPE_HASH, BPF_MAP_TYPE_SOCKHASH,
     BPF_MAP_UPDATE_ELEM, BPF_PROG_ATTACH, BPF_SK_SKB_STREAM_VERDICT, bpf, create_map,
 };
-use super::{Attach, MapElement, SockmapError, cookie, refused, written};
+use super::{
+    Attach, MapElement, SockmapError, cookie, refused, set_receive_low_water, tcp_info, written,
+};
 
 /// A value of the `bodies` map (the programs read it at these offsets).
 #[repr(C)]
@@ -93,8 +95,6 @@ pub struct BodySockmap {
     bodies: OwnedFd,
 }
 
-/// Offset of `tcpi_bytes_received` in `struct tcp_info` (Linux 4.1 and later).
-const TCP_INFO_BYTES_RECEIVED: usize = 128;
 const TCP_ESTABLISHED: u8 = 1;
 const TCP_CLOSE: u8 = 7;
 /// TIME_WAIT, CLOSE_WAIT, LAST_ACK, CLOSING: states after the peer's FIN.
@@ -310,42 +310,14 @@ pub fn probe_bodies() -> Result<(), SockmapError> {
     BodySockmap::new(1).map(drop)
 }
 
-fn tcp_info(socket: RawFd) -> io::Result<[u8; 256]> {
-    let mut info = [0u8; 256];
-    let mut length = info.len() as libc::socklen_t;
-    // SAFETY: `info` is a writable buffer of `length` bytes; the kernel writes at most
-    // `length` bytes and updates it.
-    let result = unsafe {
-        libc::getsockopt(
-            socket,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            info.as_mut_ptr() as *mut libc::c_void,
-            &mut length,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if (length as usize) < TCP_INFO_BYTES_RECEIVED + 8 {
-        return Err(io::Error::other(
-            "tcp_info without tcpi_bytes_received: Linux 4.1 or later is needed",
-        ));
-    }
-    Ok(info)
-}
-
 /// The socket's TCP state (`tcpi_state`).
 fn tcp_state(socket: RawFd) -> io::Result<u8> {
-    Ok(tcp_info(socket)?[0])
+    Ok(tcp_info::read(socket, &tcp_info::BYTES_RECEIVED)?[0])
 }
 
 /// Payload bytes the socket has ever received (`tcpi_bytes_received`).
 fn bytes_received(socket: RawFd) -> io::Result<u64> {
-    let info = tcp_info(socket)?;
-    let mut field = [0u8; 8];
-    field.copy_from_slice(&info[TCP_INFO_BYTES_RECEIVED..TCP_INFO_BYTES_RECEIVED + 8]);
-    Ok(u64::from_ne_bytes(field))
+    tcp_info::read_u64(socket, &tcp_info::BYTES_RECEIVED)
 }
 
 /// Bytes in the socket's receive queue (`SIOCINQ`).
@@ -357,23 +329,6 @@ fn queued(socket: RawFd) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(count.max(0) as u64)
-}
-
-fn set_receive_low_water(socket: RawFd, bytes: libc::c_int) -> io::Result<()> {
-    // SAFETY: SO_RCVLOWAT reads one int from `bytes`, whose size is given.
-    let result = unsafe {
-        libc::setsockopt(
-            socket,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            &bytes as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Reads and clears the socket's pending error (`SO_ERROR`).

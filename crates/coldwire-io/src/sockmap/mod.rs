@@ -35,6 +35,7 @@
 mod body;
 mod body_program;
 mod program;
+mod tcp_info;
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -299,38 +300,10 @@ pub fn cookie(socket: RawFd) -> io::Result<u64> {
     Ok(value)
 }
 
-/// Offset of `tcpi_bytes_acked` in `struct tcp_info` (Linux 4.1 and later).
-const TCP_INFO_BYTES_ACKED: usize = 120;
-
 /// Bytes ever written into a TCP socket: acknowledged by the peer plus still queued. Read
 /// in that order, so a concurrent acknowledgement can only make it smaller, never larger.
 pub fn written(socket: RawFd) -> io::Result<u64> {
-    let mut info = [0u8; 256];
-    let mut length = info.len() as libc::socklen_t;
-    // SAFETY: `info` is a writable buffer of `length` bytes; the kernel writes at most
-    // `length` bytes and updates it.
-    let result = unsafe {
-        libc::getsockopt(
-            socket,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            info.as_mut_ptr() as *mut libc::c_void,
-            &mut length,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if (length as usize) < TCP_INFO_BYTES_ACKED + 8 {
-        return Err(io::Error::other(
-            "tcp_info without tcpi_bytes_acked: Linux 4.1 or later is needed",
-        ));
-    }
-    let acked = u64::from_ne_bytes(
-        info[TCP_INFO_BYTES_ACKED..TCP_INFO_BYTES_ACKED + 8]
-            .try_into()
-            .expect("8 bytes"),
-    );
+    let acked = tcp_info::read_u64(socket, &tcp_info::BYTES_ACKED)?;
     let mut queued: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one int into `queued`.
     let result = unsafe { libc::ioctl(socket, libc::TIOCOUTQ, &mut queued) };

@@ -115,11 +115,12 @@ impl UringDriver {
             listener.accepting = false;
         }
         if result >= 0 {
-            let at_limit = self.connections.len() >= self.config.max_connections;
+            let at_limit = self.room() == 0;
             if self.accepting.is_paused() || self.accept_throttled || at_limit {
                 self.backlog.push_back((index, result));
                 if at_limit && self.accepting.reach_limit() {
-                    self.pause_accepting();
+                    self.note_limit();
+                    self.cancel_accepts();
                 }
             } else {
                 self.adopt(index, result);
@@ -156,17 +157,56 @@ impl UringDriver {
         self.cancel_accepts();
     }
 
-    /// At the start of a turn: a new batch. After a throttled turn (or slots freed while
-    /// connections waited), adopts from the backlog (up to the batch and the connection
-    /// limit) and re-arms the accepts once the backlog is empty; a backlog left at the
-    /// connection limit waits for `slot_freed`.
+    /// Slots new clients may take now: the limit, less the open connections and, with
+    /// `DriverConfig::reserve_upstream`, one per client adopted in this turn or the last —
+    /// a client adopted in turn *n* has its receive armed after that turn and its request
+    /// handled after turn *n + 1*, when it may need a slot for its upstream connection.
+    pub(super) fn room(&self) -> usize {
+        let reserved = if self.config.reserve_upstream {
+            self.last_turn_accepts + self.turn_accepts
+        } else {
+            0
+        };
+        self.config
+            .max_connections
+            .saturating_sub(self.connections.len() + reserved)
+    }
+
+    /// Accepting waits only for slots kept for recent clients' upstream connections: they
+    /// are free again two turns after those clients' accept, so the loop must not sleep
+    /// until then (nothing else might wake it). At most two extra turns per hold.
+    pub(super) fn holding_for_upstream(&self) -> bool {
+        self.config.reserve_upstream
+            && self.last_turn_accepts + self.turn_accepts > 0
+            && self.connections.len() < self.config.max_connections
+            && (self.accepting.is_paused() || !self.backlog.is_empty())
+    }
+
+    /// Accepting stopped at the limit: counted as a pause, and as a hold when only the
+    /// slots kept for recent clients' upstream connections stopped it.
+    fn note_limit(&mut self) {
+        self.counters.accept_pauses += 1;
+        if self.connections.len() < self.config.max_connections {
+            self.counters.accept_holds += 1;
+        }
+    }
+
+    /// At the start of a turn: a new batch, and the slots kept for the clients adopted two
+    /// turns ago are free again (their requests have had their turn). Adopts from the
+    /// backlog (up to the batch and the room) and re-arms the accepts once the backlog is
+    /// empty; a backlog left without room waits for `slot_freed` or the next turn.
     pub(super) fn begin_accept_turn(&mut self) {
+        self.last_turn_accepts = self.turn_accepts;
         self.turn_accepts = 0;
-        if !self.accept_throttled {
+        if !self.accept_throttled && self.backlog.is_empty() {
+            if self.room() > 0 && self.accepting.below_limit() {
+                self.resume_accepting();
+            }
             return;
         }
+        self.accept_throttled = false;
         let batch = self.config.accept_batch.max(1);
-        while self.turn_accepts < batch && self.connections.len() < self.config.max_connections {
+        while self.turn_accepts < batch && self.room() > 0 {
             let Some((listener, fd)) = self.backlog.pop_front() else {
                 break;
             };
@@ -174,17 +214,18 @@ impl UringDriver {
             self.turn_accepts += 1;
         }
         if !self.backlog.is_empty() {
-            if self.connections.len() >= self.config.max_connections {
-                // Now waiting for a free slot (`slot_freed`), not for the next turn.
-                self.accept_throttled = false;
+            if self.room() == 0 {
+                // Now waiting for room (`slot_freed`, or the next turn's), not for a batch.
                 if self.accepting.reach_limit() {
-                    self.counters.accept_pauses += 1;
+                    self.note_limit();
                 }
+            } else {
+                // The batch is used up: more at the next turn.
+                self.accept_throttled = true;
             }
             return;
         }
-        self.accept_throttled = false;
-        if self.connections.len() < self.config.max_connections {
+        if self.room() > 0 {
             self.accepting.below_limit();
         }
         if !self.accepting.is_paused() {
@@ -230,7 +271,7 @@ impl UringDriver {
             self.accept_throttled = true;
             return;
         }
-        if self.connections.len() < self.config.max_connections && self.accepting.below_limit() {
+        if self.room() > 0 && self.accepting.below_limit() {
             self.resume_accepting();
         }
     }

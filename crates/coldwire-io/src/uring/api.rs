@@ -328,6 +328,7 @@ impl Driver for UringDriver {
         counters.uring_completions = ring.completions;
         counters.uring_enter_calls = ring.enter_calls;
         counters.uring_sq_full_enters = ring.sq_full_enters;
+        counters.uring_batched_waits = ring.batched_waits;
         counters.uring_cq_overflows = ring.cq_overflows;
         counters.buffers_in_use = self.buffers.in_use() as u64;
         counters.closing_connections =

@@ -126,6 +126,13 @@ pub struct UringOptions {
     /// (they are used automatically where the probe's trial finds them missing); for
     /// tests of that fallback and for comparisons.
     pub single_shot: bool,
+    /// Batch completions per loop turn (`--uring-min-wait`): a turn's wait lasts until
+    /// [`MIN_WAIT_BATCH`](super::ring::MIN_WAIT_BATCH) completions are ready or this long
+    /// has passed with one ready, so a lightly loaded loop handles several completions per
+    /// wake-up (fewer wake-ups, context switches and turns) at the price of up to this much
+    /// latency per step of a request. `None`: every wait ends at the first completion.
+    /// Linux 6.12 (`IORING_FEAT_MIN_TIMEOUT`); ignored on older kernels.
+    pub min_wait: Option<Duration>,
 }
 
 pub(super) struct ListenerState {
@@ -149,6 +156,9 @@ pub struct UringDriver {
     /// Connections adopted from accepts in this turn (see `accept.rs`: at most
     /// `DriverConfig::accept_batch` per turn).
     pub(super) turn_accepts: usize,
+    /// Connections adopted in the last turn: their requests are handled after this one,
+    /// and may need slots for upstream connections (`DriverConfig::reserve_upstream`).
+    pub(super) last_turn_accepts: usize,
     /// The turn's accept batch is used up: the armed accepts were cancelled and what the
     /// kernel accepted meanwhile waits in the backlog until the next turn.
     pub(super) accept_throttled: bool,
@@ -177,6 +187,48 @@ pub struct UringDriver {
     /// Multishot `ACCEPT` / `RECV` are used (the probe's trial found them working).
     pub(super) multishot_accept: bool,
     pub(super) multishot_recv: bool,
+    /// The recent completion rate, for `--uring-min-wait`.
+    pub(super) batching: BatchGate,
+}
+
+/// The completion rate over the last [`BatchGate::WINDOW`], which decides whether a
+/// minimum wait is worth it: only while it would gather [`BatchGate::LEAST`] completions
+/// or more on average.
+#[derive(Debug)]
+pub(super) struct BatchGate {
+    window_start: Instant,
+    in_window: u64,
+    /// Completions per second over the last full window.
+    rate: f64,
+}
+
+impl BatchGate {
+    /// How long completions are counted before the rate is updated.
+    const WINDOW: Duration = Duration::from_millis(100);
+    /// The completions a minimum wait should gather on average to be used.
+    const LEAST: f64 = 4.0;
+
+    fn new(now: Instant) -> BatchGate {
+        BatchGate {
+            window_start: now,
+            in_window: 0,
+            rate: 0.0,
+        }
+    }
+
+    fn count(&mut self, completions: u64, now: Instant) {
+        self.in_window += completions;
+        let elapsed = now.saturating_duration_since(self.window_start);
+        if elapsed >= Self::WINDOW {
+            self.rate = self.in_window as f64 / elapsed.as_secs_f64();
+            self.in_window = 0;
+            self.window_start = now;
+        }
+    }
+
+    fn worth_it(&self, wait: Duration) -> bool {
+        self.rate * wait.as_secs_f64() >= Self::LEAST
+    }
 }
 
 /// Whether `id` still names the slot's occupant and the server has not closed it.
@@ -199,6 +251,7 @@ impl UringDriver {
                 .map(|idle| idle.as_millis().clamp(1, u128::from(u32::MAX)) as u32),
             entries: sizes.submissions,
             completion_entries: sizes.completions,
+            min_wait: options.min_wait,
         })?;
         let buffer_size = config.buffer_size;
         let receive_buffers = options.receive_buffers.unwrap_or(sizes.receive_buffers);
@@ -218,6 +271,7 @@ impl UringDriver {
             backlog: VecDeque::new(),
             accepting: AcceptGate::default(),
             turn_accepts: 0,
+            last_turn_accepts: 0,
             accept_throttled: false,
             output_pools: OutputPools::default(),
             send_pool: Vec::new(),
@@ -232,6 +286,7 @@ impl UringDriver {
             fatal: None,
             multishot_accept: found.accept && !options.single_shot,
             multishot_recv: found.recv && !options.single_shot,
+            batching: BatchGate::new(now),
         };
         driver.arm_waker();
         Ok(driver)
@@ -316,8 +371,20 @@ impl UringDriver {
         }
     }
 
+    /// Whether this turn's wait batches completions (`--uring-min-wait`): only with a
+    /// minimum wait set, after a short turn (a turn that took the minimum wait or longer
+    /// collected its next completions while it worked: a batch wait would leave them
+    /// waiting), and while completions come fast enough to fill a batch
+    /// ([`BatchGate`]): at a few per minimum wait the wait would mostly expire empty and
+    /// sleep again — two wake-ups where one would do.
+    fn batch_this_wait(&self) -> bool {
+        self.ring
+            .min_wait()
+            .is_some_and(|wait| self.now.elapsed() < wait && self.batching.worth_it(wait))
+    }
+
     pub(super) fn wait_timeout(&self, requested: Option<Duration>) -> Option<Duration> {
-        if !self.completions.is_empty() {
+        if !self.completions.is_empty() || self.holding_for_upstream() {
             return Some(Duration::ZERO);
         }
         let deadlines = [self.timers.next_deadline(), self.accepting.resumes_at()];
@@ -333,11 +400,13 @@ impl UringDriver {
         }
         self.begin_accept_turn();
         let timeout = self.wait_timeout(timeout);
-        self.ring.submit_and_wait(timeout)?;
+        let batch = self.batch_this_wait();
+        self.ring.submit_and_wait_batch(timeout, batch)?;
         self.now = Instant::now();
         let mut reaped = std::mem::take(&mut self.reaped);
         reaped.clear();
         self.ring.drain_into(&mut reaped);
+        self.batching.count(reaped.len() as u64, self.now);
         self.counters.events += reaped.len() as u64;
         if reaped.is_empty() && timeout != Some(Duration::ZERO) {
             self.counters.empty_wakeups += 1;
@@ -378,7 +447,24 @@ impl UringDriver {
 
 #[cfg(test)]
 mod tests {
-    use super::RingSizes;
+    use std::time::{Duration, Instant};
+
+    use super::{BatchGate, RingSizes};
+
+    #[test]
+    fn a_minimum_wait_is_used_only_while_completions_would_fill_it() {
+        let start = Instant::now();
+        let mut gate = BatchGate::new(start);
+        let wait = Duration::from_micros(500);
+        assert!(!gate.worth_it(wait), "no rate measured yet");
+        // 1,000 completions in 100 ms: 10,000/s, 5 per 500 µs.
+        gate.count(1_000, start + Duration::from_millis(100));
+        assert!(gate.worth_it(wait));
+        // 100 in the next 100 ms: 1,000/s, half a completion per 500 µs.
+        gate.count(100, start + Duration::from_millis(200));
+        assert!(!gate.worth_it(wait));
+        assert!(gate.worth_it(Duration::from_millis(5)));
+    }
 
     #[test]
     fn ring_sizes_grow_with_the_connection_limit_within_bounds() {

@@ -98,6 +98,7 @@ fn trial() -> io::Result<Multishot> {
         entries: 8,
         completion_entries: 64,
         sqpoll_idle_millis: None,
+        min_wait: None,
     })?;
     let Ok(buffers) = BufferRing::new(&ring, 4, 4096, 0) else {
         return Ok(found);

@@ -37,7 +37,8 @@ struct KernelTimespec {
     nanoseconds: i64,
 }
 
-/// `struct io_uring_getevents_arg` (`IORING_ENTER_EXT_ARG`): a wait with a timeout.
+/// `struct io_uring_getevents_arg` (`IORING_ENTER_EXT_ARG`): a wait with a timeout, a
+/// minimum wait, or both.
 #[repr(C)]
 struct GeteventsArg {
     sigmask: u64,
@@ -56,7 +57,15 @@ pub struct RingOptions {
     pub completion_entries: u32,
     /// Kernel-side submission polling with this idle time in milliseconds (`None`: off).
     pub sqpoll_idle_millis: Option<u32>,
+    /// Batch completions per wait: a wait sleeps until [`MIN_WAIT_BATCH`] completions are
+    /// ready or this long has passed with at least one ready (`IORING_ENTER_EXT_ARG`'s
+    /// `min_wait_usec`, Linux 6.12; ignored where the kernel lacks
+    /// `IORING_FEAT_MIN_TIMEOUT`). `None`: a wait ends at the first completion.
+    pub min_wait: Option<Duration>,
 }
+
+/// With a minimum wait, the completions a wait asks for before its minimum wait is over.
+pub const MIN_WAIT_BATCH: u32 = 64;
 
 impl Default for RingOptions {
     fn default() -> Self {
@@ -64,6 +73,7 @@ impl Default for RingOptions {
             entries: 1024,
             completion_entries: 8192,
             sqpoll_idle_millis: None,
+            min_wait: None,
         }
     }
 }
@@ -82,6 +92,8 @@ pub struct RingCounters {
     pub wait_calls: u64,
     /// Of those, the ones made because the submission queue was full mid-turn.
     pub sq_full_enters: u64,
+    /// Waits that asked for a batch of completions ([`RingOptions::min_wait`]).
+    pub batched_waits: u64,
     /// Completions the kernel could not post for want of room in the completion queue
     /// (its overflow counter: they wait on the kernel's overflow list until an enter
     /// flushes them).
@@ -96,6 +108,8 @@ pub struct Ring {
     /// `IORING_ENTER_REGISTERED_RING`, no descriptor lookup per call) or its descriptor.
     enter_target: (i32, u32),
     sqpoll: bool,
+    /// The minimum wait in µs (0: none, or the kernel cannot).
+    min_wait_usec: u32,
     counters: RingCounters,
 }
 
@@ -128,11 +142,18 @@ impl Ring {
             Err(error) if error.raw_os_error() == Some(libc::EINVAL) => build(false)?,
             other => other?,
         };
+        let min_wait_usec = match options.min_wait {
+            Some(wait) if ring.params().is_feature_min_timeout() => {
+                wait.as_micros().clamp(0, u128::from(u32::MAX)) as u32
+            }
+            _ => 0,
+        };
         Ok(Ring {
             enter_target: (ring.as_raw_fd(), 0),
             ring,
             enabled: false,
             sqpoll: options.sqpoll_idle_millis.is_some(),
+            min_wait_usec,
             counters: RingCounters::default(),
         })
     }
@@ -200,9 +221,23 @@ impl Ring {
     }
 
     /// Submits everything queued and waits until at least one completion is ready or
-    /// `timeout` passes (`None`: forever; `Some(ZERO)`: do not wait). With nothing to
-    /// submit, completions already waiting and no wait asked, no system call is made.
+    /// `timeout` passes (`None`: forever; `Some(ZERO)`: do not wait). With a minimum wait
+    /// ([`RingOptions::min_wait`]) the wait goes on, within `timeout`, until
+    /// [`MIN_WAIT_BATCH`] completions are ready or the minimum wait has passed with one
+    /// ready. With nothing to submit, completions already waiting and no wait asked, no
+    /// system call is made.
     pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.submit_and_wait_batch(timeout, true)
+    }
+
+    /// [`Ring::submit_and_wait`], batching completions only if `batch` (and a minimum wait
+    /// is set): a caller whose last turn was long enough to collect completions by itself
+    /// passes `false`, so a busy loop never sleeps while completions are ready.
+    pub fn submit_and_wait_batch(
+        &mut self,
+        timeout: Option<Duration>,
+        batch: bool,
+    ) -> io::Result<()> {
         let queued = self.ring.submission().len();
         let ready = !self.ring.completion().is_empty();
         let wait = !ready && timeout != Some(Duration::ZERO);
@@ -215,7 +250,20 @@ impl Ring {
                 return Ok(());
             }
         }
-        self.enter(if wait { 1 } else { 0 }, timeout.filter(|_| wait), wait)
+        let want = match (wait, batch && self.min_wait_usec > 0) {
+            (false, _) => 0,
+            (true, false) => 1,
+            (true, true) => MIN_WAIT_BATCH,
+        };
+        if want > 1 {
+            self.counters.batched_waits += 1;
+        }
+        self.enter(want, timeout.filter(|_| wait), wait)
+    }
+
+    /// The minimum wait in effect (`None`: off, or the kernel cannot).
+    pub fn min_wait(&self) -> Option<Duration> {
+        (self.min_wait_usec > 0).then(|| Duration::from_micros(u64::from(self.min_wait_usec)))
     }
 
     /// Submits what is queued now and runs the ring's pending completion work without
@@ -250,18 +298,25 @@ impl Ring {
             min_wait_usec: 0,
             timespec: 0,
         };
-        let (argument_pointer, argument_size) = match timeout {
-            Some(timeout) => {
-                timespec.seconds = i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX);
-                timespec.nanoseconds = i64::from(timeout.subsec_nanos());
-                argument.timespec = &timespec as *const KernelTimespec as u64;
-                flags |= EnterFlags::EXT_ARG;
-                (
-                    &argument as *const GeteventsArg as *const libc::c_void,
-                    size_of::<GeteventsArg>(),
-                )
-            }
-            None => (std::ptr::null(), 0),
+        if let Some(timeout) = timeout {
+            timespec.seconds = i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX);
+            timespec.nanoseconds = i64::from(timeout.subsec_nanos());
+            argument.timespec = &timespec as *const KernelTimespec as u64;
+        }
+        // A batch wait (more than one completion wanted) is bounded by the minimum wait: set
+        // only where the kernel has `IORING_FEAT_MIN_TIMEOUT` (`Ring::new`), so an older
+        // kernel never sleeps for the whole batch.
+        if want > 1 {
+            argument.min_wait_usec = self.min_wait_usec;
+        }
+        let (argument_pointer, argument_size) = if timeout.is_some() || want > 1 {
+            flags |= EnterFlags::EXT_ARG;
+            (
+                &argument as *const GeteventsArg as *const libc::c_void,
+                size_of::<GeteventsArg>(),
+            )
+        } else {
+            (std::ptr::null(), 0)
         };
         // SAFETY: `target` names this ring (its descriptor, or its registered index with the
         // matching flag); the extended argument and the timespec it points to live across

@@ -133,7 +133,10 @@ fn a_real_parser_reads_every_family_with_its_values() {
 /// no series appears twice.
 #[test]
 fn the_text_follows_the_exposition_format_rules() {
-    let text = render(&sample_stats().report());
+    follows_the_exposition_format_rules(&render(&sample_stats().report()));
+}
+
+fn follows_the_exposition_format_rules(text: &str) {
     assert!(text.ends_with('\n'));
     let mut typed: Vec<(String, String)> = Vec::new();
     let mut series = HashSet::new();
@@ -190,4 +193,42 @@ fn the_text_follows_the_exposition_format_rules() {
         }
         assert!(series.insert(key.to_owned()), "series twice: {key}");
     }
+}
+
+/// With a disk store, its counters are series of their own, the four ring counters
+/// (`--io uring`'s segment writes and syncs) included, each with its value.
+#[test]
+fn the_disk_store_counters_are_series_ring_writes_included() {
+    let mut report = sample_stats().report();
+    let cache = report.cache.as_mut().expect("the sample has a store");
+    cache.disk = Some(coldwire_cache::DiskCounters {
+        objects_written: 4,
+        segments: 2,
+        ring_writes_submitted: 9,
+        ring_writes_completed: 8,
+        ring_syncs_submitted: 3,
+        ring_syncs_completed: 2,
+        ..Default::default()
+    });
+    let text = render(&report);
+    let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).expect("parses");
+    for (name, expected) in [
+        ("coldwire_cache_disk_objects_written_total", 4.0),
+        ("coldwire_cache_disk_segments", 2.0),
+        ("coldwire_cache_disk_ring_writes_submitted_total", 9.0),
+        ("coldwire_cache_disk_ring_writes_completed_total", 8.0),
+        ("coldwire_cache_disk_ring_syncs_submitted_total", 3.0),
+        ("coldwire_cache_disk_ring_syncs_completed_total", 2.0),
+    ] {
+        assert_eq!(value(&scrape, name, &[]), expected, "{name}");
+        assert!(
+            text.contains(&format!("# HELP {name} ")),
+            "{name} has no help"
+        );
+    }
+    assert!(
+        text.contains("# TYPE coldwire_cache_disk_ring_syncs_completed_total counter\n"),
+        "{text}"
+    );
+    follows_the_exposition_format_rules(&text);
 }

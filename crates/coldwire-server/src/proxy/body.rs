@@ -12,7 +12,8 @@
 //!
 //! Invariants: a body that outgrows what the store takes drops its fill and, if it led a
 //! collapsed fetch, releases its followers at once; surplus bytes after the body's end
-//! make the origin connection unusable again.
+//! make the origin connection unusable again; a chunked body that turns out malformed
+//! closes both connections at once (nothing stored, the client sees a truncated response).
 
 use bytes::Bytes;
 use coldwire_http::ResponseFraming;
@@ -89,10 +90,11 @@ impl<D: Driver> Worker<D> {
                         (&bytes[..0], step.done, step.consumed < bytes.len())
                     }
                     Err(_) => {
-                        // Garbage from the origin mid-body: end it as truncated.
+                        // Garbage from the origin mid-body: end it as truncated, now.
                         progress.fill = None;
                         progress.upstream_keep_alive = false;
                         progress.framing = ResponseFraming::Length(u64::MAX);
+                        progress.corrupt = true;
                         (&bytes[..0], false, true)
                     }
                 }
@@ -143,6 +145,22 @@ impl<D: Driver> Worker<D> {
     ) -> Step {
         if complete {
             return self.finish_response(client, Some(origin));
+        }
+        let corrupt = client
+            .state
+            .exchange()
+            .and_then(|exchange| exchange.response.as_ref())
+            .is_some_and(|progress| progress.corrupt);
+        if corrupt {
+            // Not a chunked body: cut the client off now (it sees a truncated response,
+            // or none if the head had not gone out) instead of waiting for the origin to
+            // close or time out. What was queued goes out first, if the socket takes it.
+            let _ = self.driver.flush(client.session.id);
+            let error = std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "invalid chunked body from the origin",
+            );
+            return self.exchange_origin_closed(client, origin, Some(error));
         }
         let id = origin.id;
         self.put_origin(origin);

@@ -186,6 +186,9 @@ pub struct Progress {
     /// Bytes handed to the running splice: the rest of a `Content-Length` body, the rest
     /// of one chunk's data, or everything until the origin closes (`u64::MAX`).
     pub splice_length: u64,
+    /// The origin sent bytes that are not a valid chunked body: the response is cut at
+    /// once (both connections close) rather than when the origin closes or times out.
+    pub corrupt: bool,
 }
 
 impl Progress {
@@ -213,6 +216,7 @@ impl Progress {
             body_bytes: 0,
             splice: SplicePlan::No,
             splice_length: 0,
+            corrupt: false,
         }
     }
 }

@@ -129,9 +129,13 @@ pub fn write_upstream_request(
     out.extend_from_slice(host.as_bytes());
     out.extend_from_slice(b"\r\n");
     let named = connection_named(head.header_values("connection"));
+    // RFC 9110 §7.6.2: a TRACE or OPTIONS goes on with `Max-Forwards` one less (a 0 never
+    // gets here: `max_forwards.rs` answers it).
+    let max_forwards = super::max_forwards::max_forwards(head);
     for (name, value) in head.headers() {
         let bytes = name.as_bytes();
         if bytes.eq_ignore_ascii_case(b"host")
+            || (max_forwards.is_some() && bytes.eq_ignore_ascii_case(b"max-forwards"))
             || is_hop_by_hop(bytes)
             || named_in(&named, bytes)
             || is_framing_field(bytes)
@@ -150,6 +154,14 @@ pub fn write_upstream_request(
             continue;
         }
         write_field(out, bytes, value);
+    }
+    if let Some(hops) = max_forwards {
+        let left = hops.saturating_sub(1);
+        write_field(
+            out,
+            b"Max-Forwards",
+            itoa::Buffer::new().format(left).as_bytes(),
+        );
     }
     match head.body_framing() {
         BodyFraming::None => {}
@@ -311,6 +323,9 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
     out.extend_from_slice(reason.as_bytes());
     out.extend_from_slice(b"\r\n");
     let named = connection_named(head.fields.values("connection"));
+    // RFC 9110 §8.6: no `Content-Length` in a 1xx or 204 response, whatever the origin
+    // (or the stored copy) says; a client could otherwise wait for a body that never comes.
+    let no_length = (100..200).contains(&head.status) || head.status == 204;
     let mut has_date = false;
     for (name, value) in head.fields.iter() {
         let bytes = name.as_bytes();
@@ -318,7 +333,7 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
             continue;
         }
         if bytes.eq_ignore_ascii_case(b"content-length")
-            && !matches!(head.framing, ClientFraming::Empty(_))
+            && (no_length || !matches!(head.framing, ClientFraming::Empty(_)))
         {
             continue;
         }
@@ -332,6 +347,7 @@ pub fn write_client_head(out: &mut Vec<u8>, head: &ClientHead<'_>) {
         write_field(out, b"Date", head.date);
     }
     match head.framing {
+        _ if no_length => {}
         ClientFraming::Length(length) => {
             write_field(
                 out,
@@ -401,6 +417,31 @@ mod tests {
         assert_eq!(
             text,
             "GET /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\nAccept: */*\r\nVia: 1.1 coldwire\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn rfc9110_section_7_6_2_max_forwards_is_decremented_for_trace_and_options() {
+        let text = |raw: &str| String::from_utf8(request(raw)).unwrap();
+        assert_eq!(
+            text(
+                "OPTIONS http://example.test:8080/p HTTP/1.1\r\nHost: x\r\nMax-Forwards: 5\r\nX-A: 1\r\n\r\n"
+            ),
+            "OPTIONS /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\nX-A: 1\r\n\
+             Max-Forwards: 4\r\nVia: 1.1 coldwire\r\n\r\n"
+        );
+        assert!(
+            text("TRACE http://example.test:8080/p HTTP/1.1\r\nHost: x\r\nMax-Forwards: 1\r\n\r\n")
+                .contains("\r\nMax-Forwards: 0\r\n")
+        );
+        // Other methods (and malformed values) pass it on as received.
+        assert!(
+            text("GET http://example.test:8080/p HTTP/1.1\r\nHost: x\r\nMax-Forwards: 5\r\n\r\n")
+                .contains("\r\nMax-Forwards: 5\r\n")
+        );
+        assert!(
+            text("TRACE http://example.test:8080/p HTTP/1.1\r\nHost: x\r\nMax-Forwards: x\r\n\r\n")
+                .contains("\r\nMax-Forwards: x\r\n")
         );
     }
 
@@ -508,6 +549,43 @@ mod tests {
              Content-Length: 3\r\nAge: 9\r\nVia: 1.1 coldwire\r\n\
              Cache-Status: coldwire; hit; ttl=1\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn rfc9110_section_8_6_no_content_length_in_204_or_1xx() {
+        let fields = {
+            let mut fields = Fields::with_capacity(2, 32, 16);
+            fields.push("Content-Length", b"2");
+            fields.push("X-A", b"1");
+            fields
+        };
+        let date = *b"Sun, 22 Nov 2026 10:00:00 GMT";
+        for (status, framing) in [
+            (204, ClientFraming::Empty(Some(2))),
+            (204, ClientFraming::Length(0)),
+            (103, ClientFraming::Empty(None)),
+        ] {
+            let mut out = Vec::new();
+            write_client_head(
+                &mut out,
+                &ClientHead {
+                    version: Version::Http11,
+                    status,
+                    reason: "",
+                    fields: &fields,
+                    framing,
+                    keep_alive: true,
+                    age: None,
+                    name: "coldwire",
+                    cache_status: None,
+                    date: &date,
+                    hidden: &Targets::default(),
+                },
+            );
+            let text = String::from_utf8(out).unwrap();
+            assert!(!text.contains("Content-Length"), "{status}: {text}");
+            assert!(text.contains("X-A: 1\r\n"), "{text}");
+        }
     }
 
     #[test]

@@ -66,6 +66,10 @@ impl<D: Driver> Worker<D> {
     /// exchange's or a CONNECT tunnel's.
     pub(super) fn note_out_of_connections(&mut self, error: &io::Error) {
         self.http.connection_limit_reached += 1;
+        if error.raw_os_error().is_some() {
+            // EMFILE/ENFILE/ENOBUFS/ENOMEM; the loop's own limit carries no errno.
+            self.http.connection_limit_descriptors += 1;
+        }
         if let Some(count) = self.limits.refusals.note(1, self.driver.now()) {
             crate::console::err(format_args!(
                 "coldwire proxy: worker {}: {count} request(s) answered 503 (connection_limit_reached): \

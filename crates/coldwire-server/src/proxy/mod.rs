@@ -38,6 +38,7 @@ mod interim;
 mod invalidate;
 mod limit;
 mod lookup;
+mod max_forwards;
 mod origin;
 pub mod policy;
 pub mod pool;

@@ -5,7 +5,8 @@
 //!    strictly in order, one exchange at a time ([`Worker::process`]);
 //! 2. **route** — `route.rs`: who may ask (ACL, loops, framing named in `Connection`) and
 //!    where it goes (forward absolute-form, reverse origin-form, CONNECT → `tunnel.rs`,
-//!    `PURGE` → `purge.rs`);
+//!    `PURGE` → `purge.rs`, `TRACE`/`OPTIONS` with `Max-Forwards: 0` → answered here by
+//!    `max_forwards.rs`);
 //! 3. **cache lookup** — `lookup.rs`: hits answered from the store (`hit.rs`,
 //!    `cache_range.rs`, `stale.rs`), collapsed misses parked (`collapse.rs`);
 //! 4. **choose upstream** — `upstream.rs`: the [`Exchange`](super::exchange::Exchange) is
@@ -25,6 +26,7 @@ use coldwire_io::{Buffer, Driver, Flush};
 
 use super::error::{ExchangeError, request_error_problem};
 use super::lookup::CacheDecision;
+use super::max_forwards::max_forwards;
 use super::problem::{Problem, ProblemKind};
 use super::purge::is_purge;
 use super::route::{Route, route};
@@ -151,6 +153,9 @@ impl<D: Driver> Worker<D> {
         };
         if is_purge(head) {
             return Ok(self.purge(client, head, &destination, output));
+        }
+        if max_forwards(head) == Some(0) {
+            return Ok(self.answer_as_final_recipient(client, head, output));
         }
         let cache = match self.lookup(client, head, &destination, waited, output) {
             CacheDecision::Answered(routed) => return Ok(routed),

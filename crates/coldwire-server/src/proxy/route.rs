@@ -86,7 +86,7 @@ pub(super) fn route<'a>(
                 host,
                 port,
                 authority: Cow::Borrowed(authority),
-                path_and_query: path_and_query(head.target(), authority),
+                path_and_query: origin_target(head, authority),
             }
         }
         (Target::Origin { .. } | Target::Asterisk, Mode::Reverse { host, port }) => {
@@ -121,7 +121,7 @@ pub(super) fn route<'a>(
                 host,
                 port: *port,
                 authority: Cow::Borrowed(authority),
-                path_and_query: path_and_query(head.target(), authority),
+                path_and_query: origin_target(head, authority),
             }
         }
         (Target::Authority(_), Mode::Reverse { .. }) => {
@@ -166,6 +166,21 @@ pub fn path_and_query<'a>(target: &'a str, authority: &str) -> Cow<'a, str> {
     } else {
         Cow::Borrowed("/")
     }
+}
+
+/// The target sent upstream for an absolute-form request: [`path_and_query`], except that
+/// an `OPTIONS` for a URI with an empty path and no query goes on as `*` (RFC 9112 §3.2.4:
+/// it asks about the server, not about `/`).
+fn origin_target<'a>(head: &RequestHead<'a>, authority: &str) -> Cow<'a, str> {
+    let target = head.target();
+    if head.method() == Method::Options {
+        let after_scheme = target.find("//").map_or(0, |at| at + 2);
+        let rest = target.get(after_scheme + authority.len()..).unwrap_or("");
+        if rest.split('#').next().unwrap_or("").is_empty() {
+            return Cow::Borrowed("*");
+        }
+    }
+    path_and_query(target, authority)
 }
 
 /// True for methods a retry may repeat (RFC 9110 §9.2.2).
@@ -307,6 +322,28 @@ mod tests {
         assert_eq!(path_and_query("http://h:1?q=1", "h:1"), "/?q=1");
         assert_eq!(path_and_query("http://h:1", "h:1"), "/");
         assert_eq!(path_and_query("http://h:1#frag", "h:1"), "/");
+    }
+
+    #[test]
+    fn rfc9112_section_3_2_4_options_for_an_empty_path_goes_on_as_asterisk() {
+        let forward = ProxyConfig::new(Mode::Forward);
+        let route = |raw: &str| routed(&forward, false, raw);
+        assert_eq!(
+            route("OPTIONS http://a.test:8080 HTTP/1.1\r\nHost: a.test:8080\r\n\r\n"),
+            Ok("a.test:8080 a.test:8080 *".to_owned())
+        );
+        assert_eq!(
+            route("OPTIONS http://a.test:8080?q HTTP/1.1\r\nHost: a.test:8080\r\n\r\n"),
+            Ok("a.test:8080 a.test:8080 /?q".to_owned())
+        );
+        assert_eq!(
+            route("OPTIONS http://a.test:8080/ HTTP/1.1\r\nHost: a.test:8080\r\n\r\n"),
+            Ok("a.test:8080 a.test:8080 /".to_owned())
+        );
+        assert_eq!(
+            route("GET http://a.test:8080 HTTP/1.1\r\nHost: a.test:8080\r\n\r\n"),
+            Ok("a.test:8080 a.test:8080 /".to_owned())
+        );
     }
 
     #[test]

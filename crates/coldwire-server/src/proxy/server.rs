@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use coldwire_cache::Store;
-use coldwire_io::Driver;
+use coldwire_io::{Driver, DriverConfig};
 
 use super::config::ProxyConfig;
 use super::sockmap_tunnel::{refusal_warning, sockmap_refusal};
@@ -124,6 +124,16 @@ impl Service for ProxyService {
 
     fn runtime(&self) -> &RuntimeConfig {
         &self.config.runtime
+    }
+
+    /// Each forwarded request needs a second connection, upstream: near the connection
+    /// limit the driver keeps a slot for it rather than accepting the next client into it
+    /// (`DriverConfig::reserve_upstream`; issue 19).
+    fn driver_config(&self, config: DriverConfig) -> DriverConfig {
+        DriverConfig {
+            reserve_upstream: true,
+            ..config
+        }
     }
 
     fn stats(&self, stats: Stats) -> Stats {

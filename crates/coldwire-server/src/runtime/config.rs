@@ -55,6 +55,9 @@ pub struct RuntimeConfig {
     /// With the `uring` backend: kernel-side submission polling (`IORING_SETUP_SQPOLL`),
     /// one polling kernel thread per worker. Off by default: on 2 cores it costs a core.
     pub sqpoll: bool,
+    /// With the `uring` backend: a turn's wait lasts until a batch of completions is ready
+    /// or this long has passed with one ready (`UringOptions::min_wait`); `None`: off.
+    pub uring_min_wait: Option<Duration>,
 }
 
 impl RuntimeConfig {
@@ -80,6 +83,7 @@ impl RuntimeConfig {
             shutdown_grace: Duration::from_secs(10),
             backlog: 4096,
             sqpoll: false,
+            uring_min_wait: None,
         }
     }
 }

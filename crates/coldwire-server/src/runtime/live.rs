@@ -88,6 +88,7 @@ impl RuntimeConfig {
         keep!(workers, "--workers");
         keep!(pin_workers, "--pin");
         keep!(sqpoll, "--sqpoll");
+        keep!(uring_min_wait, "--uring-min-wait");
         keep!(admin, "--admin");
         keep!(backlog, "backlog");
         keep!(max_connections, "--max-connections");

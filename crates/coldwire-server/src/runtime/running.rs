@@ -245,6 +245,7 @@ impl<S: Service> Running<S> {
         ));
         let uring = UringOptions {
             sqpoll_idle: runtime.sqpoll.then_some(SQPOLL_IDLE),
+            min_wait: runtime.uring_min_wait,
             ..UringOptions::default()
         };
         let mut wakers = Vec::new();

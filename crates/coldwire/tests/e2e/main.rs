@@ -10,6 +10,7 @@
 mod access_log_formats;
 mod bench;
 mod bench_habits;
+mod browser;
 mod experiment;
 mod experiment_splice_peers;
 mod help_and_readme;

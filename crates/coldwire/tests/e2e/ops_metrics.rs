@@ -13,6 +13,8 @@ use coldwire_testkit::{
 };
 use prometheus_parse::{Scrape, Value};
 
+use crate::browser::{check_script, chromium_installed};
+
 coldwire_testkit::backend_tests! {
     metrics_parse_as_prometheus_text_with_the_requests_served,
     the_stats_log_gets_a_line_per_interval_holding_the_requests,
@@ -246,6 +248,11 @@ fn proxy_metrics_count_the_disk_store() {
     assert_eq!(value("coldwire_cache_disk_dropped_total", &[]), 0.0);
     assert_eq!(value("coldwire_cache_disk_segments", &[]), 1.0);
     assert_eq!(value("coldwire_cache_disk_recovered_objects", &[]), 0.0);
+    // epoll: the store's I/O thread writes, nothing goes through a ring.
+    assert_eq!(
+        value("coldwire_cache_disk_ring_writes_submitted_total", &[]),
+        0.0
+    );
     assert_eq!(
         value("coldwire_cache_disk_evacuated_objects_total", &[]),
         0.0
@@ -263,6 +270,71 @@ fn proxy_metrics_count_the_disk_store() {
     assert_eq!(cache["hits_in_memory"], 1, "{stats}");
     assert_eq!(cache["hit_bytes_on_disk"], 4096, "{stats}");
     assert_eq!(cache["disk"]["io_errors_by_kind"]["io"], 0, "{stats}");
+}
+
+/// On `--io uring` the disk store's segment writes and syncs go through the workers'
+/// rings: the four ring counters are Prometheus series with the numbers `/stats` has
+/// (writes submitted, all completed once the queue is empty).
+#[test]
+fn proxy_metrics_count_the_disk_store_ring_writes_on_uring() {
+    if !coldwire_io::backend::test_can_run(coldwire_io::Backend::Uring) {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().expect("a directory");
+    let dir_arg = dir.path().to_str().expect("a UTF-8 path");
+    let proxy = Proxy::start("uring", &["--admin", "127.0.0.1:0", "--cache-dir", dir_arg]);
+    via_proxy(&proxy, &[], &origin.url("/cacheable"));
+    via_proxy(&proxy, &[], &origin.url("/big?n=4096"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let disk = proxy.stats()["cache"]["disk"].clone();
+        if disk["objects_written"] == 2 && disk["queue_depth"] == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the disk store never wrote both: {disk}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let metrics_url = proxy
+        .stats_url
+        .clone()
+        .expect("a stats line")
+        .replace("/stats", "/metrics");
+    let fields = [
+        "ring_writes_submitted",
+        "ring_writes_completed",
+        "ring_syncs_submitted",
+        "ring_syncs_completed",
+    ];
+    let ring = |disk: &serde_json::Value| fields.map(|field| disk[field].as_u64());
+    // The store syncs on a timer of its own: compare with a scrape that falls between two
+    // reads of /stats that agree.
+    let (metrics, disk) = loop {
+        let before = proxy.stats()["cache"]["disk"].clone();
+        let metrics = scrape(&metrics_url);
+        let after = proxy.stats()["cache"]["disk"].clone();
+        if ring(&before) == ring(&after) {
+            break (metrics, after);
+        }
+        assert!(Instant::now() < deadline, "the ring counters never settled");
+    };
+    for field in fields {
+        let name = format!("coldwire_cache_disk_{field}_total");
+        assert!(
+            metrics.samples.iter().any(|sample| sample.metric == name),
+            "no {name} series"
+        );
+        assert_eq!(
+            total(&metrics, &name, &[]),
+            disk[field].as_u64().expect("a counter") as f64,
+            "{name} against /stats: {disk}"
+        );
+    }
+    assert!(disk["ring_writes_submitted"].as_u64() > Some(0), "{disk}");
+    assert_eq!(disk["ring_writes_submitted"], disk["ring_writes_completed"]);
 }
 
 fn run(args: &[&str]) -> (bool, String, String) {
@@ -321,18 +393,8 @@ fn report_turns_a_stats_log_into_figures_and_a_regression() {
     }
     assert!(out.join("index.html").is_file());
     if chromium_installed() {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-report-in-browser.sh");
-        let output = Command::new("bash")
-            .arg(script)
-            .arg(out.join("index.html"))
-            .output()
-            .expect("the script runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let (passed, text) = check_script("check-report-in-browser.sh", out.join("index.html"));
+        assert!(passed, "{text}");
     }
 
     std::fs::write(&log, "{\"not\": \"a stats line\"}\n").unwrap();
@@ -403,26 +465,5 @@ fn the_live_page_updates_in_a_browser_without_errors() {
 }
 
 fn live_page_check(url: &str) -> (bool, String) {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-live-page-in-browser.sh");
-    let output = Command::new("bash")
-        .arg(script)
-        .arg(url)
-        .output()
-        .expect("the script runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
-}
-
-fn chromium_installed() -> bool {
-    ["chromium", "chromium-browser"].iter().any(|name| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {name}")])
-            .output()
-            .is_ok_and(|output| output.status.success())
-    })
+    check_script("check-live-page-in-browser.sh", url)
 }

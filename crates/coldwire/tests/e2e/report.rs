@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::browser::{check_script, chromium_installed};
+
 const COLDWIRE: &str = env!("CARGO_BIN_EXE_coldwire");
 
 fn fixture() -> PathBuf {
@@ -157,30 +159,9 @@ fn the_browser_check_fails_on_a_broken_image_and_on_a_script_error() {
     );
 }
 
-fn chromium_installed() -> bool {
-    ["chromium", "chromium-browser"].iter().any(|name| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {name}")])
-            .output()
-            .is_ok_and(|output| output.status.success())
-    })
-}
-
 /// Runs scripts/check-report-in-browser.sh on `page`: whether it passed, and its output.
 fn browser_check(page: &Path) -> (bool, String) {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-report-in-browser.sh");
-    let output = Command::new("bash")
-        .arg(script)
-        .arg(page)
-        .output()
-        .expect("script runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+    check_script("check-report-in-browser.sh", page)
 }
 
 /// Opens the page in headless Chromium when it is installed (CI runs the script itself).

@@ -1,13 +1,15 @@
 //! Listening sockets handed between processes (docs/operations.md): the zero-downtime
 //! binary upgrade (SIGUSR2: a new process takes the sockets, the old one drains and exits)
 //! under a `coldwire bench` load with no failed request, and systemd socket activation
-//! (`LISTEN_FDS`) with a socket the test makes.
+//! (`LISTEN_FDS`) with a socket the test makes. Every process a test starts is stopped on
+//! every way out of it, a failure included: the upgraded server leads a process group of
+//! its own, which its successor inherits, and the group is stopped on drop.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use coldwire_process::{Launch, Process, Stderr};
@@ -24,28 +26,97 @@ fn address_line(process: &mut Process) -> SocketAddr {
         .unwrap_or_else(|| panic!("no address line: {line:?}"))
 }
 
+/// The state letter and process group of process `pid`, from `/proc/PID/stat` (`None`
+/// once it is gone).
+fn state_and_group(pid: u32) -> Option<(char, libc::pid_t)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state, parent, process group, ...
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
+}
+
 /// Whether process `pid` is gone (or a zombie: the new process of an upgrade is not this
 /// test's child, so it is reaped by whoever adopted it).
 fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    state_and_group(pid).is_none_or(|(state, _)| state == 'Z')
+}
+
+/// The live (not zombie) processes of process group `group`.
+fn members(group: libc::pid_t) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| state_and_group(pid).is_some_and(|(state, of)| of == group && state != 'Z'))
+        .collect()
+}
+
+/// The process group of a server this test started (the server leads a group of its own,
+/// and the new process of an upgrade inherits it): on drop, whether the test passed or
+/// failed (even before it learnt the new process's id, or when the old process died
+/// waiting for it), every process still in it gets SIGTERM, then SIGKILL after 15 s.
+struct Group(libc::pid_t);
+
+impl Group {
+    /// The group led by `server`, started with [`own_group`].
+    fn of(server: &Process) -> Group {
+        Group(server.pid() as libc::pid_t)
     }
 }
 
-/// The new process of an upgrade, stopped when the test ends, passed or failed.
-struct Successor(u32);
-
-impl Drop for Successor {
+impl Drop for Group {
     fn drop(&mut self) {
-        terminate(self.0);
+        if members(self.0).is_empty() {
+            return;
+        }
+        // SAFETY: kill has no memory effects; the group is the one this test's server
+        // made, and it still has members, so its id has not been reused.
+        unsafe { libc::kill(-self.0, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !members(self.0).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !members(self.0).is_empty() {
+            // SAFETY: as above.
+            unsafe { libc::kill(-self.0, libc::SIGKILL) };
+        }
     }
 }
 
-/// Stops process `pid` (not a child of this test) with SIGTERM and waits for it.
+/// `launch` in a process group of its own, so that [`Group`] reaches its successors.
+fn own_group(launch: Launch) -> Launch {
+    launch.configure(|command| {
+        command.process_group(0);
+    })
+}
+
+/// A child of this test that is killed (and reaped) if the test ends before it exits.
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    /// Waits for the child's exit and takes its output.
+    fn wait_with_output(mut self) -> std::io::Result<Output> {
+        self.0
+            .take()
+            .expect("not waited for yet")
+            .wait_with_output()
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Stops process `pid` (not a child of this test) with SIGTERM and waits for it; fails
+/// the test if it does not stop within 15 s (then kills it).
 fn terminate(pid: u32) {
     // SAFETY: kill has no memory effects; `pid` is the server this test started.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
@@ -113,10 +184,12 @@ fn a_proxy_binary_upgrade_under_load_fails_no_request() {
 /// Starts `old`, runs the bench against it (through it to `origin` when it is a proxy),
 /// upgrades it one second in, and checks that no request failed.
 fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
-    let mut old = old
-        .stderr(Stderr::Keep(100))
+    let mut old = own_group(old.stderr(Stderr::Keep(100)))
         .spawn()
         .expect("starting the server");
+    // Declared after `old`, so dropped before it: the whole group, successor included,
+    // is stopped on every way out of this function.
+    let _group = Group::of(&old);
     let address = address_line(&mut old);
     let (url, proxy) = match origin {
         Some(origin) => (
@@ -146,6 +219,7 @@ fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
+        .map(|child| KillOnDrop(Some(child)))
         .expect("starting coldwire bench");
     std::thread::sleep(Duration::from_secs(1));
     old.signal(libc::SIGUSR2).unwrap();
@@ -161,7 +235,7 @@ fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|pid| pid.parse().ok())
         {
-            break Successor(pid);
+            break pid;
         }
         assert!(
             !tail.contains("upgrade failed") && Instant::now() < deadline,
@@ -211,7 +285,7 @@ fn upgrade_under_load(label: &str, old: Launch, origin: Option<SocketAddr>) {
         coldwire_testkit::get_until_closed(address, target).starts_with("HTTP/1.1 200"),
         "the new process serves"
     );
-    drop(successor);
+    terminate(successor);
 }
 
 /// systemd socket activation: the socket is made by the "manager" (this test), passed as
@@ -245,8 +319,10 @@ fn systemd_socket_activation_serves_on_the_passed_socket() {
             Ok(())
         });
     }
-    let mut child = command.spawn().expect("starting sh");
-    let mut stdout = child.stdout.take().unwrap();
+    let mut child = KillOnDrop(Some(command.spawn().expect("starting sh")));
+    let process = child.0.as_mut().expect("just started");
+    let pid = process.id();
+    let mut stdout = process.stdout.take().unwrap();
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
     while !line.ends_with(b"\n") && stdout.read(&mut byte).unwrap_or(0) == 1 {
@@ -254,8 +330,8 @@ fn systemd_socket_activation_serves_on_the_passed_socket() {
     }
     let line = String::from_utf8_lossy(&line).into_owned();
     let served = coldwire_testkit::get_until_closed(address, "/bench.md");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    // SAFETY: signalling our own child, not yet waited for.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     let output = child.wait_with_output().unwrap();
     assert!(
         line.contains(&format!("http://{address}")),

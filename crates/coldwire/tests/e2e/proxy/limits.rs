@@ -98,6 +98,11 @@ pub(super) fn connection_limit_answers_503_with_proxy_status_and_keeps_serving(b
         1
     );
     assert_eq!(
+        proxy.stats()["total"]["http"]["connection_limit_descriptors"],
+        0,
+        "the cause is --max-connections, not descriptors"
+    );
+    assert_eq!(
         origin.requests("/cacheable"),
         0,
         "nothing reached the origin"
@@ -111,10 +116,11 @@ pub(super) fn connection_limit_answers_503_with_proxy_status_and_keeps_serving(b
 
 /// Under an open-files limit of 64 the proxy runs out of descriptors long before 80
 /// clients are in: it says it paused accepting, answers an accepted client's request with
-/// the 503 (and says so), and serves it once clients leave.
+/// the 503 (and says so, and counts it as a shortage of descriptors), and serves it once
+/// clients leave.
 pub(super) fn running_out_of_descriptors_answers_503_and_says_so(backend: &str) {
     let origin = Origin::start();
-    let proxy = Proxy::start_with_open_files(backend, &[], 64);
+    let proxy = Proxy::start_with_open_files(backend, &["--admin", "127.0.0.1:0"], 64);
     let mut clients: Vec<TcpStream> = (0..80).map(|_| connect(proxy.address)).collect();
     assert!(
         proxy.wait_for_stderr("accepting paused", SETTLE),
@@ -127,6 +133,11 @@ pub(super) fn running_out_of_descriptors_answers_503_and_says_so(backend: &str) 
         proxy.wait_for_stderr("answered 503 (connection_limit_reached)", SETTLE),
         "no line about the 503: {}",
         proxy.stderr_tail()
+    );
+    assert!(
+        wait_for_total(&proxy, "http", "connection_limit_descriptors", |n| n >= 1) >= 1,
+        "counted as a shortage of descriptors: {}",
+        proxy.stats()["total"]["http"]
     );
     clients.truncate(1);
     let served = served_again(&mut clients[0], &origin);

@@ -3,14 +3,18 @@
 //! (`coldwire_testkit::ScriptedOrigin`, answers in `scripts.rs`) on every I/O backend — interim responses, `Age`, date forms,
 //! status codes stored with explicit freshness, `Vary` normalisation, invalidation after
 //! unsafe methods, `HEAD` and `304` freshening, targeted cache-control fields, conditional
-//! requests answered from the cache, and serving stale content when the origin is gone.
+//! requests answered from the cache, serving stale content when the origin is gone, and
+//! the message rules of `messages.rs` (`Max-Forwards`, 204 framing, status range, `OPTIONS *`,
+//! unknown expectations).
 
+mod messages;
 mod scripts;
 
 use coldwire_testkit::scripted::{
     Reply, ScriptedOrigin, ScriptedRequest as Request, date_from_now, raw_exchange,
 };
 use coldwire_testkit::{Proxy, curl_output, header, via_proxy};
+use messages::*;
 use scripts::{
     age_script, conditional_script, dates_script, etag_change_script, head_script, interim_script,
     invalidate_script, ranged_script, status_script, targeted_script, vary_script,
@@ -30,6 +34,12 @@ coldwire_testkit::backend_tests! {
     rfc9110_13_2_2_conditional_requests_answered_from_the_cache,
     serve_stale_on_error_is_opt_in_and_only_for_an_unreachable_origin,
     rfc9111_3_4_partial_responses_are_stored_combined_and_served,
+    rfc9110_7_6_2_max_forwards_on_trace_and_options,
+    rfc9110_8_6_a_204_has_no_content_length,
+    rfc9110_15_status_codes_outside_100_to_599_are_502,
+    rfc9112_3_2_4_options_with_an_empty_path_is_forwarded_as_asterisk,
+    rfc9110_10_1_1_unknown_expectations_get_417,
+    rfc9112_7_1_a_malformed_chunked_response_is_cut_at_once,
 }
 
 fn cache_status(head: &str) -> &str {

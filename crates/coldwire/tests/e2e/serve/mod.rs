@@ -1,16 +1,18 @@
 //! End-to-end tests of `coldwire serve`: the real binary serves a temporary document root
 //! and is checked from outside, with the real `curl` and with raw sockets — file bodies byte
 //! for byte, HEAD, keep-alive, pipelining, ranges, conditional requests, redirects and
-//! errors, path traversal, request-head limits and deadlines, thousands of idle
+//! errors, RFC 9110 method and expectation rules, path traversal, request-head limits and deadlines, thousands of idle
 //! connections, the stats endpoint, the access log and graceful shutdown. Every test runs
 //! against every I/O backend (select, poll, epoll, uring-poll, uring) through `coldwire_testkit::backend_tests!`;
 //! an io_uring backend the kernel does not allow prints `skipped: <reason>`.
 
+mod conformance;
 mod curl;
 mod lifecycle;
 mod limits;
 mod raw;
 
+use conformance::*;
 use curl::*;
 use lifecycle::*;
 use limits::*;
@@ -47,4 +49,7 @@ coldwire_testkit::backend_tests! {
     running_out_of_descriptors_pauses_accepting_without_spinning,
     connection_limit_defers_new_connections_until_one_closes,
     stalled_reader_is_dropped_after_the_write_timeout_but_a_slow_one_is_not,
+    unknown_methods_get_501_and_known_ones_405,
+    unknown_expectation_gets_417,
+    malformed_host_values_get_400,
 }
