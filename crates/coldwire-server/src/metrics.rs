@@ -131,6 +131,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         |worker| worker.http.connection_limit_descriptors,
     ),
     (
+        "coldwire_upstream_pool_full_total",
+        "counter",
+        "Proxy upstream connections closed after their response because the pool already held --pool-per-origin idle ones to that origin.",
+        |worker| worker.http.upstream_pool_full,
+    ),
+    (
         "coldwire_tunnels_sockmap_total",
         "counter",
         "Proxy CONNECT tunnels spliced in the kernel by the BPF sockmap (--data-path sockmap).",

@@ -55,6 +55,11 @@ pub struct RequestCounters {
     /// out of descriptors or socket memory (`EMFILE`/`ENFILE`/`ENOBUFS`/`ENOMEM`: raise the
     /// open-files limit); the rest found the worker at `--max-connections`.
     pub connection_limit_descriptors: u64,
+    /// Proxy: upstream connections closed after their response, reusable but not kept
+    /// because the pool already held `--pool-per-origin` idle ones to that origin. Near
+    /// the connection limit each such close gives a slot to a new client that then needs a
+    /// new upstream connection (docs/proxy.md, "Connection limits").
+    pub upstream_pool_full: u64,
     /// Proxy, `--data-path sockmap`: CONNECT tunnels spliced in the kernel (BPF sockmap).
     pub tunnels_sockmap: u64,
     /// Proxy, `--data-path sockmap`: CONNECT tunnels that took the splice (or copy) path
@@ -104,6 +109,7 @@ impl RequestCounters {
         self.response_time.add(&other.response_time);
         self.connection_limit_reached += other.connection_limit_reached;
         self.connection_limit_descriptors += other.connection_limit_descriptors;
+        self.upstream_pool_full += other.upstream_pool_full;
         self.tunnels_sockmap += other.tunnels_sockmap;
         self.sockmap_fallbacks += other.sockmap_fallbacks;
     }

@@ -53,11 +53,15 @@ impl<D: Driver> Worker<D> {
         let body_pending = exchange.request.body_pending();
         if let Some(mut origin) = origin {
             self.driver.cancel_timer(origin.id);
-            let reusable = progress.upstream_keep_alive
+            let keepable = progress.upstream_keep_alive
                 && !body_pending
                 && origin.head.is_empty()
-                && self.drain_deadline.is_none()
-                && self.pool.put(origin.address, origin.id);
+                && self.drain_deadline.is_none();
+            let reusable = keepable && self.pool.put(origin.address, origin.id);
+            if keepable && !reusable {
+                // The pool already holds `--pool-per-origin` idle connections to it.
+                self.http.upstream_pool_full += 1;
+            }
             if reusable {
                 origin.state = OriginState::Idle;
                 origin.waiting_for_client = false;
