@@ -390,6 +390,10 @@ fn bad_flags_show_the_accepted_forms() {
             "not an HTTP method",
         ),
         (vec!["ftp://127.0.0.1/"], "only http:// and https://"),
+        (
+            vec!["-c", "0", "http://127.0.0.1:9/"],
+            "--connections must be at least 1",
+        ),
     ] {
         let output = bench(&arguments);
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -397,6 +401,14 @@ fn bad_flags_show_the_accepted_forms() {
         assert_ne!(output.status.code(), Some(99), "{arguments:?}");
         assert!(stderr.contains(expected), "{arguments:?}: {stderr}");
     }
+    // Without -q too, the error is the only output: no line describing a run that will
+    // not happen.
+    let output = Command::new(COLDWIRE)
+        .args(["bench", "-c", "0", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim(), "error: --connections must be at least 1");
 }
 
 #[test]
