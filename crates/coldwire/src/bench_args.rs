@@ -117,6 +117,18 @@ pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
              offers 10,000 requests) or -R max to send as fast as the server answers"
         )));
     }
+    // `-q 100` (oha's and hey's rate) makes `100` a URL here: say where the rate goes.
+    if let Some(number) = arguments
+        .urls
+        .iter()
+        .chain(&arguments.positional_urls)
+        .find(|url| url.parse::<f64>().is_ok())
+    {
+        return Err(crate::exit_status::usage(anyhow::anyhow!(
+            "`{number}` is not a URL: -q is --quiet here; the rate is -R {number} (wrk2's), \
+             the URL comes as http://HOST:PORT/PATH"
+        )));
+    }
     if let Some(threads) = arguments.threads
         && threads != 1
     {

@@ -453,6 +453,14 @@ fn a_request_count_says_to_give_a_duration() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("not a number of requests"), "{stderr}");
     assert!(stderr.contains("-d 10s"), "{stderr}");
+    // oha's and hey's `-q RATE`: here -q is --quiet, and the number would be read as a URL.
+    let output = Command::new(COLDWIRE)
+        .args(["bench", "-q", "100", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the rate is -R 100"), "{stderr}");
 }
 
 #[test]
