@@ -132,12 +132,13 @@ pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
     if let Some(threads) = arguments.threads
         && threads != 1
     {
+        // The built-in scenario (no URL) has rates of its own.
         let closed_loop = match arguments.rate {
-            None => {
-                " Without -R it offers 1,000 requests/s (open loop): add -R max for \
-                     wrk's closed loop."
+            None if !arguments.urls.is_empty() => {
+                " Without -R it offers 1,000 requests/s (open loop): add -R max for wrk's \
+                 closed loop."
             }
-            Some(_) => "",
+            _ => "",
         };
         let note = format!(
             "coldwire bench: note: -t {threads} is ignored: the generator is one event loop \
