@@ -226,8 +226,14 @@ pub fn describe(load: &LoadConfig, plan: &BenchPlan) -> String {
         ),
         (None, None) => (String::new(), Duration::ZERO, Duration::ZERO),
     };
+    let per_connection = match load.requests_per_connection {
+        0 => String::new(),
+        1 => " (a new one per request)".to_owned(),
+        k => format!(" ({k} requests each)"),
+    };
     format!(
-        "coldwire bench: {} {} — {rate}, up to {} connections, {} measured after {} warm-up",
+        "coldwire bench: {} {} — {rate}, up to {} connections{per_connection}, {} measured \
+         after {} warm-up",
         load.request.method,
         urls.join(" "),
         load.connections,

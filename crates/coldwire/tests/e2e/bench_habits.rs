@@ -507,6 +507,22 @@ fn connection_close_as_a_header_opens_a_connection_per_request() {
         &url,
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    // The line describing the run says so.
+    let output = Command::new(COLDWIRE)
+        .args([
+            "bench",
+            "-H",
+            "Connection: close",
+            "-d",
+            "0.2",
+            "--warmup",
+            "0",
+        ])
+        .args(["-R", "20", &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("(a new one per request)"), "{stderr}");
     let requests = recorded.requests.lock().unwrap();
     assert!(!requests.is_empty(), "no request reached the server");
     assert!(
