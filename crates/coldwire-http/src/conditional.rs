@@ -141,8 +141,9 @@ pub fn if_range_allows(request: &RequestHead<'_>, validators: &Validators) -> bo
     }
 }
 
-/// The range to serve for `request`: `Range` applies only to GET (RFC 9110 §14.2) and only
-/// when [`if_range_allows`]; otherwise [`RangeOutcome::Full`]. See
+/// The range to serve for `request`: `Range` applies only to GET (RFC 9110 §14.2), only
+/// when [`if_range_allows`], and only when there is a single `Range` field; otherwise
+/// [`RangeOutcome::Full`]. See
 /// [`evaluate_range`] for the `Range` rules. Call this after
 /// [`evaluate_conditionals`] returned [`Precondition::Proceed`].
 pub fn evaluate_request_range(
@@ -153,9 +154,15 @@ pub fn evaluate_request_range(
     if request.method() != Method::Get || !request.has_any_field(field_flags::RANGE) {
         return RangeOutcome::Full;
     }
-    let Some(range) = request.header("range") else {
+    let mut ranges = request.header_values("range");
+    let Some(range) = ranges.next() else {
         return RangeOutcome::Full;
     };
+    // `Range` is not a list: two fields are invalid, and a server may ignore `Range`
+    // (RFC 9110 §14.2) — rather than pick one that another server would not.
+    if ranges.next().is_some() {
+        return RangeOutcome::Full;
+    }
     if !if_range_allows(request, validators) {
         return RangeOutcome::Full;
     }

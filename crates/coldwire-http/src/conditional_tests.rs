@@ -247,3 +247,23 @@ fn request_range_combines_method_if_range_and_range() {
         RangeOutcome::Unsatisfiable
     );
 }
+
+#[test]
+fn rfc9110_section_14_2_two_range_fields_are_ignored() {
+    let range = |headers: &[(&str, &str)]| {
+        with_head("GET", headers, |head| {
+            evaluate_request_range(head, &validators(), 10)
+        })
+    };
+    assert_eq!(
+        range(&[("Range", "bytes=0-1"), ("Range", "bytes=5-")]),
+        RangeOutcome::Full
+    );
+    assert_eq!(
+        range(&[("Range", "bytes=0-1")]),
+        RangeOutcome::Partial {
+            start: 0,
+            end_inclusive: 1
+        }
+    );
+}

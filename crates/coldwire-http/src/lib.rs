@@ -78,6 +78,6 @@ pub use response_parse::{
     ResponseFraming, ResponseHead, ResponseParts, parse_response_head, parse_response_head_with,
 };
 pub use status::Status;
-pub use target::{Target, parse_target, split_target};
+pub use target::{Target, is_valid_target, parse_target, split_target};
 pub use trailers::{TrailerFields, allowed_in_trailers};
 pub use version::Version;

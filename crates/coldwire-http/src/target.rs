@@ -126,9 +126,89 @@ fn parse_absolute_form(target: &str) -> Result<Target<'_>, HttpError> {
     })
 }
 
+/// RFC 9112 §3.2 / RFC 3986: a request-target holds only URI characters — unreserved,
+/// sub-delims, `:` `@` `/` `?`, brackets (IP-literals), `#` (a fragment, dropped later) —
+/// and `%` only as `%HH`. httparse lets `"`, `\`, `<`, `{`, `|`, `^` and backquotes
+/// through. A proxy checks this before forwarding: passed on as they are, a server behind
+/// it may read them differently (`\` as `/`, say), so they are a 400 there (RFC 9112 §3:
+/// no autocorrection). A server answering for itself may be lenient (`coldwire serve`
+/// answers 404 for such paths).
+pub fn is_valid_target(target: &[u8]) -> bool {
+    let mut index = 0;
+    while let Some(&byte) = target.get(index) {
+        if byte == b'%' {
+            let hex = target.get(index + 1..index + 3);
+            if !hex.is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit)) {
+                return false;
+            }
+            index += 3;
+            continue;
+        }
+        let allowed = byte.is_ascii_alphanumeric()
+            || matches!(
+                byte,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+                    | b'?'
+                    | b'#'
+                    | b'['
+                    | b']'
+            );
+        if !allowed {
+            return false;
+        }
+        index += 1;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc9112_section_3_2_request_targets_hold_uri_characters_only() {
+        for bad in [
+            "/a\"b",
+            "/a{b}",
+            "/a\\b",
+            "/a<b>",
+            "/a|b",
+            "/a^b",
+            "/a`b",
+            "/a%",
+            "/a%zz",
+            "/a%4",
+            "/caf\u{e9}",
+        ] {
+            assert!(!is_valid_target(bad.as_bytes()), "{bad}");
+        }
+        for good in [
+            "/",
+            "*",
+            "/a/b.c?x=1&y=%2F;z=(q)~!$'*+,@:",
+            "http://[::1]:8080/p?q#frag",
+            "/%00",
+            "example.com:443",
+        ] {
+            assert!(is_valid_target(good.as_bytes()), "{good}");
+        }
+    }
 
     #[test]
     fn rfc9112_section_3_2_2_an_authority_must_be_a_valid_host() {

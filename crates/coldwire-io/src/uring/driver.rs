@@ -26,6 +26,9 @@
 //! - where the probe's trial finds no multishot accept or receive, single-shot ones are
 //!   used ([`UringOptions::single_shot`]);
 //! - timers stay in the hashed wheel; the wait's timeout is its next deadline.
+//! - with a minimum wait ([`UringOptions::min_wait`], `--uring-min-wait`) a wait asks for a
+//!   batch of completions, bounded by that wait, after short turns while completions come
+//!   fast enough (`BatchGate`).
 //!
 //! Files: this one holds the state, the loop turn and the dispatch of completions;
 //! `accept.rs` accepting and opening connections (and outgoing connects); `receive.rs` the

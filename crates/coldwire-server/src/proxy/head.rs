@@ -242,6 +242,23 @@ pub fn parse_upstream_response(
         }
         return Ok(None);
     };
+    // Only `chunked` is decoded; a body under another transfer coding (`gzip, chunked`)
+    // would reach the client still coded but without the field saying so (it is
+    // hop-by-hop and rewritten here), and would be stored so: refused (502) instead.
+    // `chunked` twice is as bad: the client would get the inner chunking as content.
+    let (mut chunked, mut other_coding) = (0, false);
+    for coding in fields.values("transfer-encoding").flat_map(comma_list) {
+        if coding.eq_ignore_ascii_case(b"chunked") {
+            chunked += 1;
+        } else {
+            other_coding = true;
+        }
+    }
+    if (other_coding || chunked > 1) && head.framing != ResponseFraming::Empty {
+        return Err(HttpError::NotImplemented(
+            "a transfer coding other than chunked from the origin",
+        ));
+    }
     Ok(Some(UpstreamResponse {
         status: head.status,
         reason,
@@ -586,6 +603,27 @@ mod tests {
             assert!(!text.contains("Content-Length"), "{status}: {text}");
             assert!(text.contains("X-A: 1\r\n"), "{text}");
         }
+    }
+
+    #[test]
+    fn rfc9112_section_6_1_only_chunked_is_taken_from_an_origin() {
+        for coding in [
+            "gzip, chunked",
+            "gzip",
+            "chunked, identity",
+            "chunked, chunked",
+        ] {
+            let raw = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {coding}\r\n\r\n");
+            assert!(
+                parse_upstream_response(raw.as_bytes(), false, 1024).is_err(),
+                "{coding}"
+            );
+        }
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n";
+        assert!(parse_upstream_response(chunked, false, 1024).is_ok());
+        // No body at all (HEAD, 204, 304): the field describes nothing that is sent.
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        assert!(parse_upstream_response(head, true, 1024).is_ok());
     }
 
     #[test]

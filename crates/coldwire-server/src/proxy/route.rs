@@ -5,7 +5,8 @@
 //! Rules, in order: a client outside the ACL, or a request that already carries this
 //! proxy's `Via` (a forwarding loop), is refused (403, then close); a `Connection` naming
 //! a framing or routing field is a 400 (forwarding without it would leave the body
-//! unframed upstream); a forward proxy takes absolute-form `http://` targets and CONNECT
+//! unframed upstream), and so is a target with characters a URI cannot hold (`\`, `"`,
+//! `{`, `|`...) or a broken `%` escape; a forward proxy takes absolute-form `http://` targets and CONNECT
 //! (to allowed ports; 403 with the reason otherwise), refuses `https://` in absolute form
 //! (400: use CONNECT) and origin-form (400: it is not a web server); a reverse proxy sends
 //! everything to its origin, refuses CONNECT (405), and keeps the client's `Host` (or the
@@ -13,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use coldwire_http::{Method, RequestHead, Status, Target, parse_target};
+use coldwire_http::{Method, RequestHead, Status, Target, is_valid_target, parse_target};
 
 use super::config::{Mode, ProxyConfig};
 use super::error::ExchangeError;
@@ -63,6 +64,11 @@ pub(super) fn route<'a>(
         return Err(ExchangeError::client(Status::BAD_REQUEST));
     }
     let bad_request = || ExchangeError::client(Status::BAD_REQUEST);
+    // A target with non-URI characters or a broken %-escape is not passed on for an
+    // origin to read its own way (RFC 9112 §3).
+    if !is_valid_target(head.target().as_bytes()) {
+        return Err(bad_request());
+    }
     let target = parse_target(head.method(), head.target())?;
     let destination = match (target, &config.mode) {
         (Target::Authority(authority), Mode::Forward) => {
@@ -299,6 +305,22 @@ mod tests {
             ),
             Err(ExchangeError::client(Status::BAD_REQUEST))
         );
+    }
+
+    #[test]
+    fn rfc9112_section_3_targets_that_are_not_uris_are_not_forwarded() {
+        let reverse = ProxyConfig::new(Mode::Reverse {
+            host: "10.0.0.1".to_owned(),
+            port: 8080,
+        });
+        for target in ["/a\\..\\b", "/a%zz", "/x|y", "/{x}"] {
+            let raw = format!("GET {target} HTTP/1.1\r\nHost: site.test\r\n\r\n");
+            assert_eq!(
+                routed(&reverse, false, &raw),
+                Err(ExchangeError::client(Status::BAD_REQUEST)),
+                "{target}"
+            );
+        }
     }
 
     #[test]

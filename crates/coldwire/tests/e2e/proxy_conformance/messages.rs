@@ -1,8 +1,9 @@
 //! Message-level RFC 9110 / 9112 rules of `coldwire proxy` that the conformance audit
 //! (docs/conformance.md) found broken and that are fixed: `Max-Forwards` on `TRACE` and
 //! `OPTIONS`, no `Content-Length` on a `204`, status codes outside 100–599, `OPTIONS *`
-//! from an absolute-form target with an empty path, unknown expectations, and an origin's
-//! malformed chunked body cutting the client off at once.
+//! from an absolute-form target with an empty path, unknown expectations, an origin's
+//! malformed chunked body cutting the client off at once, targets that are not URIs, and
+//! response transfer codings other than one `chunked`.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -22,6 +23,24 @@ fn messages_script(request: &Request) -> Reply {
         ),
         "/two-digits" => Reply::new("099 Odd", &[], b"ok"),
         "/six-hundred" => Reply::new("600 Odd", &[], b"ok"),
+        // A body under a transfer coding the proxy does not decode (nor does the script).
+        "/gzip-coded" => Reply {
+            pieces: vec![
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nzz\r\n0\r\n\r\n"
+                    .to_vec(),
+            ],
+            pause: Duration::ZERO,
+            close: false,
+        },
+        "/chunked-twice" => Reply {
+            pieces: vec![
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n\
+                  7\r\n2\r\nzz\r\n\r\n0\r\n\r\n"
+                    .to_vec(),
+            ],
+            pause: Duration::ZERO,
+            close: false,
+        },
         // A valid first chunk, then a size line that is not hex; the connection stays open.
         "/bad-chunk" => Reply {
             pieces: vec![
@@ -195,4 +214,44 @@ pub(super) fn rfc9112_7_1_a_malformed_chunked_response_is_cut_at_once(backend: &
         );
     }
     assert_eq!(origin.requests("GET", "/bad-chunk"), 2);
+}
+
+/// RFC 9112 §3: a target with characters no URI holds (`\`, `|`, `{`) or a broken `%`
+/// escape is refused (400, close) rather than forwarded for the origin to read its own way
+/// (a backslash read as `/` by one server and not by another is a path-confusion vector).
+pub(super) fn rfc9112_3_targets_that_are_not_uris_are_not_forwarded(backend: &str) {
+    let origin = ScriptedOrigin::start(messages_script);
+    let reverse = format!("http://{}", origin.address);
+    let proxy = Proxy::start(backend, &["--reverse", &reverse]);
+    for target in ["/a\\..\\b", "/a%zz", "/x|y", "/{x}"] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: site.test\r\n\r\n");
+        let text = raw_exchange(proxy.address, request.as_bytes());
+        assert!(text.starts_with("HTTP/1.1 400 "), "{target}: {text}");
+        assert_eq!(origin.requests("GET", target), 0, "{target}");
+    }
+    let text = raw_exchange(
+        proxy.address,
+        b"GET /ok%20fine?q=(1) HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+    );
+    assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
+}
+
+/// RFC 9112 §6.1: a response body under a transfer coding other than one `chunked`
+/// (`gzip, chunked`; `chunked` twice) is a 502: the proxy rewrites `Transfer-Encoding` (it
+/// is hop-by-hop) and decodes only one `chunked`, so passing the rest on would hand the
+/// client coded bytes as content, and store them so.
+pub(super) fn rfc9112_6_1_transfer_codings_other_than_chunked_from_an_origin_are_502(
+    backend: &str,
+) {
+    let origin = ScriptedOrigin::start(messages_script);
+    let proxy = Proxy::start(backend, &[]);
+    for path in ["/gzip-coded", "/chunked-twice"] {
+        let request = format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            origin.url(path),
+            origin.address
+        );
+        let text = raw_exchange(proxy.address, request.as_bytes());
+        assert!(text.starts_with("HTTP/1.1 502 "), "{path}: {text}");
+    }
 }

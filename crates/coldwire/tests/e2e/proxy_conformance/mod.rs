@@ -40,6 +40,8 @@ coldwire_testkit::backend_tests! {
     rfc9112_3_2_4_options_with_an_empty_path_is_forwarded_as_asterisk,
     rfc9110_10_1_1_unknown_expectations_get_417,
     rfc9112_7_1_a_malformed_chunked_response_is_cut_at_once,
+    rfc9112_3_targets_that_are_not_uris_are_not_forwarded,
+    rfc9112_6_1_transfer_codings_other_than_chunked_from_an_origin_are_502,
 }
 
 fn cache_status(head: &str) -> &str {

@@ -1,7 +1,8 @@
 //! `coldwire serve` against RFC 9110 rules a conformance suite checks from outside (see
 //! docs/conformance.md): a method the server does not know is 501 (not 405), an
 //! expectation other than `100-continue` is 417, a malformed `Host` is 400 — each on a
-//! connection that goes on (or closes, for the 417 and 400) as the status line says.
+//! connection that goes on (or closes, for the 417 and 400) as the status line says — and
+//! two `Range` fields are ignored.
 
 use std::io::Write;
 
@@ -82,4 +83,23 @@ pub(super) fn malformed_host_values_get_400(backend: &str) {
         let response = exchange(&server, request.as_bytes());
         assert_eq!(response.status, 200, "Host: {host}");
     }
+}
+
+/// RFC 9110 §14.2: `Range` is not a list field; with two of them the request is answered
+/// in full (a server may ignore `Range`) rather than by whichever one this server picks.
+pub(super) fn two_range_fields_get_the_full_representation(backend: &str) {
+    let root = DocumentRoot::new();
+    let server = ServerOptions::new(backend, &root).start();
+    let response = exchange(
+        &server,
+        b"GET /small.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\nRange: bytes=5-9\r\n\r\n",
+    );
+    assert_eq!(response.status, 200, "{}", response.status_line);
+    assert_eq!(response.body, root.small);
+    let single = exchange(
+        &server,
+        b"GET /small.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=5-9\r\n\r\n",
+    );
+    assert_eq!(single.status, 206);
+    assert_eq!(single.body, root.small[5..10]);
 }

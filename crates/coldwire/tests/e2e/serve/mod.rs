@@ -52,4 +52,5 @@ coldwire_testkit::backend_tests! {
     unknown_methods_get_501_and_known_ones_405,
     unknown_expectation_gets_417,
     malformed_host_values_get_400,
+    two_range_fields_get_the_full_representation,
 }
