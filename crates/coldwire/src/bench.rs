@@ -561,6 +561,8 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.seed = arguments.seed;
     load.poll = !arguments.no_poll;
     load.rtt = arguments.rtt;
+    // Before anything is started or printed: a bad value is the only message.
+    load.validate()?;
     check_descriptors(load.connections + load.cold)?;
     let warmup = arguments.warmup;
     let duration = arguments.duration;

@@ -117,15 +117,28 @@ pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
              offers 10,000 requests) or -R max to send as fast as the server answers"
         )));
     }
+    // `-q 100` (oha's and hey's rate) makes `100` a URL here: say where the rate goes.
+    if let Some(number) = arguments
+        .urls
+        .iter()
+        .chain(&arguments.positional_urls)
+        .find(|url| url.parse::<f64>().is_ok())
+    {
+        return Err(crate::exit_status::usage(anyhow::anyhow!(
+            "`{number}` is not a URL: -q is --quiet here; the rate is -R {number} (wrk2's), \
+             the URL comes as http://HOST:PORT/PATH"
+        )));
+    }
     if let Some(threads) = arguments.threads
         && threads != 1
     {
+        // The built-in scenario (no URL) has rates of its own.
         let closed_loop = match arguments.rate {
-            None => {
-                " Without -R it offers 1,000 requests/s (open loop): add -R max for \
-                     wrk's closed loop."
+            None if !arguments.urls.is_empty() => {
+                " Without -R it offers 1,000 requests/s (open loop): add -R max for wrk's \
+                 closed loop."
             }
-            Some(_) => "",
+            _ => "",
         };
         let note = format!(
             "coldwire bench: note: -t {threads} is ignored: the generator is one event loop \
@@ -213,8 +226,14 @@ pub fn describe(load: &LoadConfig, plan: &BenchPlan) -> String {
         ),
         (None, None) => (String::new(), Duration::ZERO, Duration::ZERO),
     };
+    let per_connection = match load.requests_per_connection {
+        0 => String::new(),
+        1 => " (a new one per request)".to_owned(),
+        k => format!(" ({k} requests each)"),
+    };
     format!(
-        "coldwire bench: {} {} — {rate}, up to {} connections, {} measured after {} warm-up",
+        "coldwire bench: {} {} — {rate}, up to {} connections{per_connection}, {} measured \
+         after {} warm-up",
         load.request.method,
         urls.join(" "),
         load.connections,

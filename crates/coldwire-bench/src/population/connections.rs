@@ -377,15 +377,18 @@ impl<D: Driver> PopulationEngine<D> {
         }
     }
 
-    /// Gives up on every waiting and outstanding request (counted as timeouts).
-    pub(super) fn abandon_all(&mut self) -> u64 {
+    /// Gives up on every waiting and outstanding request and closes their connections;
+    /// counts them as timeouts when `as_errors` (the drain bound passed, not an interrupt).
+    pub(super) fn abandon_all(&mut self, as_errors: bool) -> u64 {
         let mut abandoned = 0;
         for user in 0..self.users.len() {
             let waiting: Vec<Waiting> = self.users[user].waiting.drain(..).collect();
             for request in waiting {
                 self.waiting -= 1;
                 abandoned += 1;
-                self.count_error(request.phase, ErrorKind::QueueTimeout);
+                if as_errors {
+                    self.count_error(request.phase, ErrorKind::QueueTimeout);
+                }
             }
         }
         let busy: Vec<ConnectionId> = self
@@ -399,7 +402,9 @@ impl<D: Driver> PopulationEngine<D> {
             abandoned += 1;
             if let Some(outstanding) = self.conn(id).and_then(|conn| conn.outstanding.take()) {
                 self.in_flight -= 1;
-                self.count_error(outstanding.waiting.phase, ErrorKind::Timeout);
+                if as_errors {
+                    self.count_error(outstanding.waiting.phase, ErrorKind::Timeout);
+                }
             }
             self.close(id);
         }

@@ -228,7 +228,8 @@ impl<D: Driver> PopulationEngine<D> {
                     self.phases[self.phase].interrupted = true;
                     self.end_phase(now, observer);
                 }
-                let abandoned = self.abandon_all();
+                // Cut short by the user, not failed by the server: not counted as errors.
+                let abandoned = self.abandon_all(false);
                 if let Some(last) = self.phases.last_mut() {
                     last.abandoned += abandoned;
                 }
@@ -256,7 +257,7 @@ impl<D: Driver> PopulationEngine<D> {
                     break;
                 }
                 if now >= until {
-                    let abandoned = self.abandon_all();
+                    let abandoned = self.abandon_all(true);
                     if let Some(last) = self.phases.last_mut() {
                         last.abandoned += abandoned;
                     }

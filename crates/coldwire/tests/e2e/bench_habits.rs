@@ -390,6 +390,10 @@ fn bad_flags_show_the_accepted_forms() {
             "not an HTTP method",
         ),
         (vec!["ftp://127.0.0.1/"], "only http:// and https://"),
+        (
+            vec!["-c", "0", "http://127.0.0.1:9/"],
+            "--connections must be at least 1",
+        ),
     ] {
         let output = bench(&arguments);
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -397,6 +401,14 @@ fn bad_flags_show_the_accepted_forms() {
         assert_ne!(output.status.code(), Some(99), "{arguments:?}");
         assert!(stderr.contains(expected), "{arguments:?}: {stderr}");
     }
+    // Without -q too, the error is the only output: no line describing a run that will
+    // not happen.
+    let output = Command::new(COLDWIRE)
+        .args(["bench", "-c", "0", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim(), "error: --connections must be at least 1");
 }
 
 #[test]
@@ -441,6 +453,14 @@ fn a_request_count_says_to_give_a_duration() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("not a number of requests"), "{stderr}");
     assert!(stderr.contains("-d 10s"), "{stderr}");
+    // oha's and hey's `-q RATE`: here -q is --quiet, and the number would be read as a URL.
+    let output = Command::new(COLDWIRE)
+        .args(["bench", "-q", "100", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the rate is -R 100"), "{stderr}");
 }
 
 #[test]
@@ -487,6 +507,22 @@ fn connection_close_as_a_header_opens_a_connection_per_request() {
         &url,
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", explain(&output));
+    // The line describing the run says so.
+    let output = Command::new(COLDWIRE)
+        .args([
+            "bench",
+            "-H",
+            "Connection: close",
+            "-d",
+            "0.2",
+            "--warmup",
+            "0",
+        ])
+        .args(["-R", "20", &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("(a new one per request)"), "{stderr}");
     let requests = recorded.requests.lock().unwrap();
     assert!(!requests.is_empty(), "no request reached the server");
     assert!(

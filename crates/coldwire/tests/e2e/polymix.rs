@@ -181,6 +181,69 @@ fn an_origin_serving_wrong_bytes_is_caught_by_the_robots() {
     assert_eq!(verified + failures, sent);
 }
 
+/// Answers every object with its own header and generated body, after 400 ms.
+fn slow_objects(request: &ScriptedRequest) -> Reply {
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let id: u64 = request
+        .path
+        .rsplit('/')
+        .next()
+        .and_then(|id| id.parse().ok())
+        .unwrap_or(0);
+    let size = 500 + id % 700;
+    let mut body = Vec::new();
+    coldwire_workload::fill_body(&mut body, id, 0, 0, size);
+    let object = format!("id={id:x}; v=0; size={size}");
+    Reply::new("200 OK", &[("X-Coldwire-Object", &object)], &body)
+}
+
+#[test]
+fn ctrl_c_reports_what_ran_without_counting_requests_in_flight_as_errors() {
+    // Every answer takes 400 ms: at 60 requests/s about 24 are in flight at any moment.
+    let origin = ScriptedOrigin::start(slow_objects);
+    let scenario = TINY
+        .replace("[origin]", "[requests]\nhead = 0.0\n[origin]")
+        .replace("duration = \"3s\"", "duration = \"60s\"");
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let json = directory.path().join("result.json");
+    let child = Command::new(COLDWIRE)
+        .args(["bench", "--workload", "polymix", "-q", "--scenario"])
+        .arg(&file)
+        .arg("--json")
+        .arg(&json)
+        .args(["--url", &origin.url("/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on the pid of the child this test started and has not waited for.
+    let sent = unsafe { libc::kill(pid, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(json["interrupted"], true, "{json}");
+    let phases = json["runs"][0]["phases"].as_array().unwrap();
+    let errors: u64 = phases
+        .iter()
+        .map(|phase| phase["errors_total"].as_u64().unwrap())
+        .sum();
+    let abandoned: u64 = phases
+        .iter()
+        .map(|phase| phase["abandoned"].as_u64().unwrap())
+        .sum();
+    assert!(abandoned > 0, "requests were in flight at the interrupt");
+    let causes: Vec<&serde_json::Value> =
+        phases.iter().map(|phase| &phase["error_causes"]).collect();
+    assert_eq!(errors, 0, "{abandoned} abandoned; error causes: {causes:?}");
+}
+
 #[test]
 fn a_scenario_with_an_unknown_key_is_refused() {
     let directory = tempfile::tempdir().unwrap();

@@ -9,6 +9,16 @@ use coldwire_testkit::{
     Proxy, connect_through, curl_output, read_once, read_rest, start_echo_server,
 };
 
+/// A child process killed and reaped when dropped (also when the test panics).
+struct StopOnDrop(std::process::Child);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 pub(super) fn connect_tunnel_reaches_a_tls_server(backend: &str) {
     tunnel_to_tls_server(backend, &[]);
 }
@@ -50,7 +60,7 @@ pub(super) fn tunnel_to_tls_server(backend: &str, proxy_args: &[&str]) {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let mut server = Command::new("openssl")
+    let server = Command::new("openssl")
         .args(["s_server", "-www", "-quiet", "-accept", &port.to_string()])
         .arg("-key")
         .arg(&key)
@@ -61,6 +71,8 @@ pub(super) fn tunnel_to_tls_server(backend: &str, proxy_args: &[&str]) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Stopped however the test ends: a failing assertion must not leave it running.
+    let server = StopOnDrop(server);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -79,8 +91,7 @@ pub(super) fn tunnel_to_tls_server(backend: &str, proxy_args: &[&str]) {
         &proxy.url(),
         &format!("https://localhost:{port}/"),
     ]);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(output.code, 0);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("s_server"), "{text}");
