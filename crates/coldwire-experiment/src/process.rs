@@ -193,7 +193,8 @@ pub fn bench_then_stop(
 
 /// Runs `coldwire bench ARGS --json JSON -q --max-error-rate 100% [--cpu CPU]` pinned to `cpu`, waits for it (at
 /// most `timeout`, then it is stopped and this fails), and parses its JSON. Its table
-/// (stdout) is kept next to the JSON as `<stem>.txt`.
+/// (stdout) is kept next to the JSON as `<stem>.txt`. A run in which a phase ended no
+/// request at all (exit status 99) is repeated, up to [`BENCH_ATTEMPTS`] runs in all.
 pub fn run_bench(
     coldwire: &Path,
     args: &[String],
@@ -214,15 +215,56 @@ pub fn run_bench(
         full.push("--cpu".into());
         full.push(cpu.to_string());
     }
-    let table = std::fs::File::create(json.with_extension("txt"))
-        .with_context(|| format!("cannot write next to {}", json.display()))?;
-    let launch = Launch::new(coldwire)
-        .args(&full)
-        .cpu(cpu)
-        .stdout(Stdout::File(table));
-    let command_line = launch.command_line();
-    launch.spawn()?.finish(timeout)?;
-    BenchDocument::read(json).with_context(|| format!("after `{command_line}`"))
+    // With no error-rate threshold, exit status 99 (a failed threshold) means a phase
+    // ended without a single request answered or failed: on a machine starved of CPU a
+    // short quick-mode phase can pass before the first answer. That is a measurement that
+    // did not happen, not a result: the run is repeated, at most BENCH_ATTEMPTS times in
+    // all, and only the last failure is an error (a server that answers nothing fails
+    // every time).
+    let mut attempt = 1;
+    loop {
+        let table = std::fs::File::create(json.with_extension("txt"))
+            .with_context(|| format!("cannot write next to {}", json.display()))?;
+        let launch = Launch::new(coldwire)
+            .args(&full)
+            .cpu(cpu)
+            .stdout(Stdout::File(table));
+        let command_line = launch.command_line();
+        match launch.spawn()?.finish(timeout) {
+            Ok(_) => {
+                return BenchDocument::read(json)
+                    .with_context(|| format!("after `{command_line}`"));
+            }
+            Err(error) if attempt < BENCH_ATTEMPTS && no_request_ended(&error) => {
+                eprintln!(
+                    "warning: a phase of `{command_line}` ended with no request answered \
+                     (exit status 99; is the machine starved of CPU?): running it again \
+                     ({} of {BENCH_ATTEMPTS})",
+                    attempt + 1
+                );
+                attempt += 1;
+            }
+            Err(error) if attempt == 1 => return Err(error.into()),
+            Err(error) => {
+                return Err(anyhow::anyhow!(
+                    "{:#} (the same in each of {attempt} runs)",
+                    anyhow::Error::new(error)
+                ));
+            }
+        }
+    }
+}
+
+/// How many times [`run_bench`] runs `coldwire bench` when a phase ends with no request.
+pub const BENCH_ATTEMPTS: u32 = 3;
+
+/// Whether `error` is `coldwire bench`'s exit status 99 (a failed threshold: with
+/// `--max-error-rate 100%`, a phase in which no request ended).
+fn no_request_ended(error: &coldwire_process::ProcessError) -> bool {
+    matches!(
+        error.failure(),
+        Some(coldwire_process::Failure::Status { status }) if status.code() == Some(99)
+    )
 }
 
 #[cfg(test)]
@@ -246,6 +288,65 @@ mod tests {
             error.contains("--no-such-flag"),
             "the command line is named: {error}"
         );
+    }
+
+    /// A stand-in for `coldwire` that counts its runs in `count` and exits with `status`.
+    fn fake_bench(dir: &Path, status: i32) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("fake-coldwire");
+        let count = dir.join("count");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho run >> '{}'\nexit {status}\n",
+                count.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    fn runs_counted(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("count"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    #[test]
+    fn a_phase_with_no_request_is_run_again_then_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = fake_bench(dir.path(), 99);
+        let error = run_bench(
+            &fake,
+            &[],
+            None,
+            &dir.path().join("x.json"),
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert_eq!(runs_counted(dir.path()), BENCH_ATTEMPTS as usize);
+        assert!(
+            format!("{error:#}").contains("in each of 3 runs"),
+            "{error:#}"
+        );
+    }
+
+    #[test]
+    fn other_failures_are_not_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = fake_bench(dir.path(), 2);
+        let error = run_bench(
+            &fake,
+            &[],
+            None,
+            &dir.path().join("x.json"),
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert_eq!(runs_counted(dir.path()), 1);
+        assert!(error.to_string().contains("failed"), "{error:#}");
     }
 
     #[test]

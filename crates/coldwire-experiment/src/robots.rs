@@ -105,7 +105,8 @@ struct Point {
     mean_ms: f64,
     achieved: f64,
     errors: u64,
-    /// The proxy's open connections halfway through.
+    /// The proxy's open connections halfway through (or, when the robots were not all
+    /// open yet, the most read after that up to the end of the run).
     open_connections: f64,
     /// Robots whose connection the proxy (through the relay) closed during the run.
     robots_lost: u64,
@@ -392,15 +393,29 @@ fn measure_point(
             .map(|address| format!("--cold-target={address}")),
     );
     let halfway = Duration::from_secs_f64(parameters.warmup + parameters.duration / 2.0);
+    let end = Duration::from_secs_f64(parameters.warmup + parameters.duration);
     // The open connections halfway: coldwire's from its stats, a peer's from the kernel.
+    // Until they include every robot (a generator or relay starved of CPU can still be
+    // opening them), read again every 100 ms up to the end of the run, keeping the most:
+    // one read when all is well, so the proxy's CPU is not spent answering reads.
     let sampler = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
         std::thread::sleep(halfway);
-        match stats_url {
-            Some(url) => stats(&url)
+        let read = || match &stats_url {
+            Some(url) => stats(url)
                 .ok()
                 .and_then(|stats| stats["total"]["loop"]["open_connections"].as_f64()),
             None => established_on(port).ok().map(|open| open as f64),
+        };
+        let mut most = read();
+        while most.is_none_or(|open| open < robots as f64) && started.elapsed() < end {
+            std::thread::sleep(Duration::from_millis(100));
+            most = match (most, read()) {
+                (Some(most), Some(open)) => Some(most.max(open)),
+                (most, open) => most.or(open),
+            };
         }
+        most
     });
     let stem = format!("{}-{robots}-r{round}", contender.name().replace(' ', "-"));
     let timeout = Duration::from_secs_f64(120.0 + 2.0 * (parameters.warmup + parameters.duration));

@@ -95,6 +95,8 @@ impl CpuPressure {
 pub struct Watched {
     /// Status, stdout and stderr, as `Command::output` gives them.
     pub output: Output,
+    /// Just before it was started.
+    pub started: Instant,
     /// From start to exit.
     pub wall: Duration,
     /// Its threads' run-queue wait (the largest sample taken while it ran).
@@ -138,6 +140,7 @@ pub fn output_watched(command: &mut Command) -> Watched {
             stdout: stdout.join().unwrap(),
             stderr: stderr.join().unwrap(),
         },
+        started,
         wall: started.elapsed(),
         run_delay,
     }

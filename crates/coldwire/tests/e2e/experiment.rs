@@ -403,6 +403,44 @@ fn quick_repository_experiment(name: &str) -> serde_json::Value {
     record(&results.join(name))
 }
 
+/// The repository's quick `name`, judged by `on_time` (its checks that hold only when its
+/// processes got a CPU when they asked: a rate carried, hits answered before misses): up
+/// to two runs, until they hold on one. Returns that record and true; or, when they held
+/// on neither, the last record and false after printing why that is excused — the
+/// machine's CPU pressure (/proc/pressure/cpu) showed tasks waiting for a CPU at least
+/// half of that run. Without that evidence it fails. Either way the caller checks
+/// everything else (what does not depend on speed) on the record it gets.
+fn quick_experiment_judged(
+    name: &str,
+    on_time: impl Fn(&serde_json::Value) -> Result<(), String>,
+) -> (serde_json::Value, bool) {
+    let mut attempt = 1;
+    loop {
+        let pressure = coldwire_testkit::starvation::CpuPressure::start();
+        let record = quick_repository_experiment(name);
+        let Err(late) = on_time(&record) else {
+            return (record, true);
+        };
+        if attempt < 2 {
+            println!("{name}, run {attempt}: {late}; running it again");
+            attempt += 1;
+            continue;
+        }
+        let share = pressure.share();
+        assert!(
+            share.is_some_and(|share| share >= 0.5),
+            "{name}: {late} (in two runs, and the machine was not starved: CPU pressure \
+             {share:?} of the last run)"
+        );
+        println!(
+            "{name}: not checking that {late}: tasks waited for a CPU {:.0}% of the run \
+             (starved)",
+            share.unwrap_or(0.0) * 100.0
+        );
+        return (record, false);
+    }
+}
+
 /// The figure `id` of `record`.
 fn figure_of<'a>(record: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     record["figures"]
@@ -419,7 +457,31 @@ fn figure_of<'a>(record: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
 /// columns filled.
 #[test]
 fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
-    let record = quick_repository_experiment("polymix");
+    // On time: every coldwire configuration climbed both rungs (none stopped because the
+    // load was not carried or the response time broke down) and hits beat misses.
+    let (record, on_time) = quick_experiment_judged("polymix", |record| {
+        for line in figure_of(record, "cpu-per-request")["series"]
+            .as_array()
+            .unwrap()
+        {
+            if !line["name"].as_str().unwrap().starts_with("squid")
+                && line["points"].as_array().unwrap().len() < 2
+            {
+                return Err(format!(
+                    "{} climbed both rungs (stops: {})",
+                    line["name"], record["tables"][1]["rows"]
+                ));
+            }
+        }
+        for (hit, miss) in hit_and_miss_ms(record) {
+            if hit >= miss {
+                return Err(format!(
+                    "hits ({hit} ms) are faster than misses ({miss} ms)"
+                ));
+            }
+        }
+        Ok(())
+    });
     let cpu = figure_of(&record, "cpu-per-request");
     let names: Vec<&str> = cpu["series"]
         .as_array()
@@ -461,16 +523,44 @@ fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
             continue;
         }
         let points = line["points"].as_array().unwrap();
-        assert_eq!(points.len(), 2, "a point per robot count: {line}");
-        assert!(points[1]["x"].as_f64() > points[0]["x"].as_f64(), "{line}");
+        if on_time {
+            assert_eq!(points.len(), 2, "a point per robot count: {line}");
+            assert!(points[1]["x"].as_f64() > points[0]["x"].as_f64(), "{line}");
+        } else {
+            // Stopped early only for speed: a failure rate is never excused.
+            assert!(!points.is_empty(), "{line}");
+            assert!(
+                !record["tables"][1].to_string().contains("requests failed"),
+                "{}",
+                record["tables"][1]
+            );
+        }
         assert!(
             points
                 .iter()
                 .all(|point| point["y"].as_f64().unwrap() > 0.0)
         );
     }
-    let hits = figure_of(&record, "hit-response");
-    let misses = figure_of(&record, "miss-response");
+    for (hit, miss) in hit_and_miss_ms(&record) {
+        // A miss waits at least one relay round trip (80 ms) plus the think time, however
+        // fast the machine; a hit beating it is judged above.
+        assert!(miss >= 80.0, "hit {hit} ms, miss {miss} ms");
+        assert!(!on_time || hit < miss, "hit {hit} ms, miss {miss} ms");
+    }
+    let table = &record["tables"][0];
+    for row in table["rows"].as_array().unwrap() {
+        // configuration, robots, offered, achieved, CPU, µs, hit, miss, then the ratios.
+        let ratios = row[8].as_str().unwrap();
+        assert!(ratios.contains('%') && !ratios.contains('–'), "{row}");
+    }
+    assert!(!record["findings"].as_array().unwrap().is_empty());
+}
+
+/// Every (hit, miss) mean response time in ms of a `polymix` record, point by point.
+fn hit_and_miss_ms(record: &serde_json::Value) -> Vec<(f64, f64)> {
+    let mut pairs = Vec::new();
+    let hits = figure_of(record, "hit-response");
+    let misses = figure_of(record, "miss-response");
     for (hit, miss) in hits["series"]
         .as_array()
         .unwrap()
@@ -483,18 +573,10 @@ fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
             .iter()
             .zip(miss["points"].as_array().unwrap())
         {
-            let (hit, miss) = (hit["y"].as_f64().unwrap(), miss["y"].as_f64().unwrap());
-            // A miss waits at least one relay round trip (80 ms) plus the think time.
-            assert!(miss >= 80.0 && hit < miss, "hit {hit} ms, miss {miss} ms");
+            pairs.push((hit["y"].as_f64().unwrap(), miss["y"].as_f64().unwrap()));
         }
     }
-    let table = &record["tables"][0];
-    for row in table["rows"].as_array().unwrap() {
-        // configuration, robots, offered, achieved, CPU, µs, hit, miss, then the ratios.
-        let ratios = row[8].as_str().unwrap();
-        assert!(ratios.contains('%') && !ratios.contains('–'), "{row}");
-    }
-    assert!(!record["findings"].as_array().unwrap().is_empty());
+    pairs
 }
 
 /// `robots`, quick: proxy CPU against open connections per backend (and Varnish where
@@ -502,13 +584,46 @@ fn quick_polymix_measures_cpu_and_hit_and_miss_response_time_against_rate() {
 /// Fig. 6's reduction against the reference backend.
 #[test]
 fn quick_robots_measures_cpu_against_idle_robot_connections() {
-    let record = quick_repository_experiment("robots");
+    // On time: the proxy held the robots by the time its open connections were sampled,
+    // and no backend's mean response time was over twice the reference's.
+    let (record, on_time) = quick_experiment_judged("robots", |record| {
+        for line in figure_of(record, "cpu-per-request")["series"]
+            .as_array()
+            .unwrap()
+        {
+            let open: Vec<Option<f64>> = line["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|point| point["x"].as_f64())
+                .collect();
+            if open.len() != 2 || !(open[0] >= Some(50.0) && open[1] >= Some(200.0)) {
+                return Err(format!(
+                    "{} held the 50 and 200 robots when sampled (open: {open:?})",
+                    line["name"]
+                ));
+            }
+        }
+        for point in figure_of(record, "response-time-reduction")["series"][0]["points"]
+            .as_array()
+            .unwrap()
+        {
+            if point["y"].as_f64().is_some_and(|value| value <= -100.0) {
+                return Err(format!(
+                    "epoll is not over twice poll's response time: {point}"
+                ));
+            }
+        }
+        Ok(())
+    });
     let cpu = figure_of(&record, "cpu-per-request");
     for line in cpu["series"].as_array().unwrap() {
         let points = line["points"].as_array().unwrap();
         assert_eq!(points.len(), 2, "a point per robot count: {line}");
-        assert!(points[0]["x"].as_f64().unwrap() >= 50.0, "{line}");
-        assert!(points[1]["x"].as_f64().unwrap() >= 200.0, "{line}");
+        if on_time {
+            assert!(points[0]["x"].as_f64().unwrap() >= 50.0, "{line}");
+            assert!(points[1]["x"].as_f64().unwrap() >= 200.0, "{line}");
+        }
         assert!(
             points
                 .iter()
@@ -529,7 +644,9 @@ fn quick_robots_measures_cpu_against_idle_robot_connections() {
         "{names:?}"
     );
     for point in reduction["series"][0]["points"].as_array().unwrap() {
+        // A response time cannot fall by 100% or more, however fast the machine.
         let value = point["y"].as_f64().unwrap();
-        assert!(value > -100.0 && value < 100.0, "{point}");
+        assert!(value < 100.0, "{point}");
+        assert!(!on_time || value > -100.0, "{point}");
     }
 }

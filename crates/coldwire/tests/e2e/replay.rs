@@ -285,26 +285,37 @@ fn record_connection(mut stream: TcpStream, seen: &Seen, catalogue: &Catalogue) 
 
 /// `coldwire bench --replay FILE --url http://ADDRESS/ ARGS --json ... -q`: the JSON.
 fn replay(trace: &Path, address: SocketAddr, arguments: &[&str]) -> serde_json::Value {
+    replay_watched(trace, address, arguments).0
+}
+
+/// [`replay`], also giving when the generator was started and how long it waited for a
+/// CPU while it ran.
+fn replay_watched(
+    trace: &Path,
+    address: SocketAddr,
+    arguments: &[&str],
+) -> (serde_json::Value, Instant, Duration) {
     let directory = tempfile::tempdir().unwrap();
     let json = directory.path().join("replay.json");
-    let output = std::process::Command::new(coldwire_testkit::coldwire_binary())
-        .arg("bench")
-        .arg("--replay")
-        .arg(trace)
-        .arg("--url")
-        .arg(format!("http://{address}/"))
-        .args(arguments)
-        .arg("--json")
-        .arg(&json)
-        .arg("-q")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "coldwire bench --replay failed: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let watched = coldwire_testkit::starvation::output_watched(
+        std::process::Command::new(coldwire_testkit::coldwire_binary())
+            .arg("bench")
+            .arg("--replay")
+            .arg(trace)
+            .arg("--url")
+            .arg(format!("http://{address}/"))
+            .args(arguments)
+            .arg("--json")
+            .arg(&json)
+            .arg("-q"),
     );
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    assert!(
+        watched.output.status.success(),
+        "coldwire bench --replay failed: {}",
+        String::from_utf8_lossy(&watched.output.stderr)
+    );
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (report, watched.started, watched.run_delay)
 }
 
 /// A CLF line `seconds` after 01/Jul/1995:00:00:00 -0400.
@@ -342,7 +353,7 @@ fn replay_keeps_each_clients_address_order_and_connections() {
     let file = directory.path().join("access.log");
     std::fs::write(&file, &trace).unwrap();
     let (address, seen) = start_recording_origin(&trace);
-    let report = replay(
+    let (report, started, _) = replay_watched(
         &file,
         address,
         &["--speedup", "10", "--replay-max-requests", "4"],
@@ -397,12 +408,8 @@ fn replay_keeps_each_clients_address_order_and_connections() {
             .collect();
         assert_eq!(observed, wanted, "{client} from {address}");
     }
-    // Nothing arrives before its logged time / 10 (measured from the first arrival, at 0).
-    let first = seen
-        .iter()
-        .flat_map(|connection| connection.requests.iter().map(|(_, at)| *at))
-        .min()
-        .unwrap();
+    // Nothing arrives before its logged time / 10, measured from the generator's start
+    // (not from the first arrival, which waiting for a CPU can make late).
     for connection in seen.iter() {
         for (path, at) in &connection.requests {
             // `[01/Jul/1995:00:MM:SS -0400]`: the earliest line for the path.
@@ -416,9 +423,9 @@ fn replay_keeps_each_clients_address_order_and_connections() {
                 .unwrap();
             let due = Duration::from_millis(logged * 100);
             assert!(
-                *at - first + Duration::from_millis(20) >= due,
-                "{path} arrived {:?} after the first, due at {due:?}",
-                *at - first
+                *at - started >= due,
+                "{path} arrived {:?} after the generator started, due at {due:?}",
+                *at - started
             );
         }
     }
@@ -442,9 +449,12 @@ fn a_sped_up_replay_takes_about_one_nth_of_the_logged_time() {
     let directory = tempfile::tempdir().unwrap();
     let file = directory.path().join("access.log");
     std::fs::write(&file, &trace).unwrap();
+    // The span from the generator's start to the last arrival at the origin (a late
+    // first request, waiting for a CPU, cannot shorten it), and how long the generator
+    // waited for a CPU meanwhile.
     let span = |speedup: &str| {
         let (address, seen) = start_recording_origin(&trace);
-        let report = replay(&file, address, &["--speedup", speedup]);
+        let (report, started, waited) = replay_watched(&file, address, &["--speedup", speedup]);
         assert_eq!(report["runs"][0]["phases"][0]["succeeded_requests"], 27);
         let seen = seen.lock().unwrap();
         let times: Vec<Instant> = seen
@@ -452,25 +462,48 @@ fn a_sped_up_replay_takes_about_one_nth_of_the_logged_time() {
             .flat_map(|connection| connection.requests.iter().map(|(_, at)| *at))
             .collect();
         assert_eq!(times.len(), 27);
-        times
-            .iter()
-            .max()
-            .unwrap()
-            .duration_since(*times.iter().min().unwrap())
+        (times.iter().max().unwrap().duration_since(started), waited)
     };
-    let original = span("1");
-    let fast = span("4");
     // Loose bounds (a shared machine): never early, not much late.
+    let on_time = |original: Duration, fast: Duration| {
+        let ratio = original.as_secs_f64() / fast.as_secs_f64();
+        original < Duration::from_secs(10)
+            && fast < Duration::from_millis(3_500)
+            && (2.5..4.5).contains(&ratio)
+    };
+    // Never early holds on every run. Lateness depends on getting a CPU: up to three
+    // pairs of runs, judged on the one closest to its schedule.
+    let mut best: Option<((Duration, Duration), (Duration, Duration))> = None;
+    for _ in 0..3 {
+        let original = span("1");
+        let fast = span("4");
+        assert!(original.0 >= Duration::from_millis(7_980), "{original:?}");
+        assert!(fast.0 >= Duration::from_millis(1_980), "{fast:?}");
+        if on_time(original.0, fast.0) {
+            return;
+        }
+        if best.is_none_or(|(kept, quick)| original.0 + fast.0 < kept.0 + quick.0) {
+            best = Some((original, fast));
+        }
+    }
+    // Still late: only the time the generator demonstrably spent waiting for a CPU may
+    // excuse it (a replay that ignored --speedup would need seconds of it).
+    let ((original, original_waited), (fast, fast_waited)) = best.unwrap();
+    let corrected_original = original
+        .saturating_sub(original_waited)
+        .max(Duration::from_millis(7_980));
+    let corrected_fast = fast
+        .saturating_sub(fast_waited)
+        .max(Duration::from_millis(1_980));
     assert!(
-        original >= Duration::from_millis(7_980) && original < Duration::from_secs(10),
-        "{original:?}"
+        on_time(corrected_original, corrected_fast),
+        "late even without the generator's run-queue wait: 1× took {original:?} \
+         (waited {original_waited:?} for a CPU), 4× took {fast:?} (waited {fast_waited:?})"
     );
-    assert!(
-        fast >= Duration::from_millis(1_980) && fast < Duration::from_millis(3_500),
-        "{fast:?}"
+    println!(
+        "late only by waiting for a CPU (starved): 1× took {original:?} (waited \
+         {original_waited:?}), 4× took {fast:?} (waited {fast_waited:?})"
     );
-    let ratio = original.as_secs_f64() / fast.as_secs_f64();
-    assert!((2.5..4.5).contains(&ratio), "{ratio}");
 }
 
 /// The whole path on each generator backend: a generated NASA-like trace replayed against

@@ -88,96 +88,118 @@ fn a_closed_loop_replay_holds_exactly_the_connections_asked_for() {
         .status()
         .unwrap();
     assert!(generated.success());
-    let (address, seen) = start_counting_origin();
-    let json = directory.path().join("closed.json");
-    let output = std::process::Command::new(coldwire_testkit::coldwire_binary())
-        .arg("bench")
-        .arg("--replay")
-        .arg(&file)
-        .arg("--url")
-        .arg(format!("http://{address}/"))
-        .args([
-            "--replay-connections",
-            "6",
-            "--warmup",
-            "200ms",
-            "--duration",
-            "1s",
-            "--json",
-        ])
-        .arg(&json)
-        .arg("-q")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "coldwire bench --replay-connections failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("closed loop on 6 connections (at most 6 open at once)"),
-        "{stdout}"
-    );
-    // The origin saw 6 at once, never more.
-    assert_eq!(seen.most_open.load(Ordering::SeqCst), 6);
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let run = &report["runs"][0];
-    assert_eq!(run["scenario"]["replay"]["closed_loop_connections"], 6);
-    let phases = run["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 2, "warm-up and measured: {phases:?}");
-    let measured = &phases[1];
-    assert_eq!(
-        measured["population"]["max_open_connections"], 6,
-        "{measured}"
-    );
-    assert_eq!(measured["errors_total"], 0, "{measured}");
-    assert!(
-        measured["succeeded_requests"].as_u64().unwrap() > 0,
-        "{measured}"
-    );
-    // Every connection carried a prefix of one logged connection (the last ones were cut
-    // at the end of the run), from its client's own address; the trace was gone round.
-    let text = std::fs::read_to_string(&file).unwrap();
-    let plan = ReplayPlan::new(
-        &parse_trace(&text, None).records,
-        1.0,
-        ConnectionRule::KEEP_ALIVE,
-    );
-    let mut logged: Vec<Vec<String>> = Vec::new();
-    for client in &plan.clients {
-        let mut previous = None;
-        for request in &client.requests {
-            if previous != Some(request.connection) {
-                logged.push(Vec::new());
-                previous = Some(request.connection);
-            }
-            if let Some(connection) = logged.last_mut() {
-                connection.push(request.path.clone());
+    // One run of the closed loop for `duration`: everything that holds however fast the
+    // machine is checked in it; it gives the most connections the origin saw open at once
+    // and the requests answered, which depend on the run getting enough CPU time.
+    let run = |duration: &str| {
+        let (address, seen) = start_counting_origin();
+        let json = directory.path().join("closed.json");
+        let output = std::process::Command::new(coldwire_testkit::coldwire_binary())
+            .arg("bench")
+            .arg("--replay")
+            .arg(&file)
+            .arg("--url")
+            .arg(format!("http://{address}/"))
+            .args([
+                "--replay-connections",
+                "6",
+                "--warmup",
+                "200ms",
+                "--duration",
+                duration,
+                "--json",
+            ])
+            .arg(&json)
+            .arg("-q")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "coldwire bench --replay-connections failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("closed loop on 6 connections (at most 6 open at once)"),
+            "{stdout}"
+        );
+        // The origin never saw more than 6 at once (6 at once is judged below).
+        let most_open = seen.most_open.load(Ordering::SeqCst);
+        assert!(most_open <= 6, "{most_open} open at once");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = &report["runs"][0];
+        assert_eq!(run["scenario"]["replay"]["closed_loop_connections"], 6);
+        let phases = run["phases"].as_array().unwrap();
+        assert_eq!(phases.len(), 2, "warm-up and measured: {phases:?}");
+        let measured = &phases[1];
+        assert_eq!(
+            measured["population"]["max_open_connections"], 6,
+            "{measured}"
+        );
+        assert_eq!(measured["errors_total"], 0, "{measured}");
+        assert!(
+            measured["succeeded_requests"].as_u64().unwrap() > 0,
+            "{measured}"
+        );
+        // Every connection carried a prefix of one logged connection (the last ones were cut
+        // at the end of the run), from its client's own address; the trace was gone round.
+        let text = std::fs::read_to_string(&file).unwrap();
+        let plan = ReplayPlan::new(
+            &parse_trace(&text, None).records,
+            1.0,
+            ConnectionRule::KEEP_ALIVE,
+        );
+        let mut logged: Vec<Vec<String>> = Vec::new();
+        for client in &plan.clients {
+            let mut previous = None;
+            for request in &client.requests {
+                if previous != Some(request.connection) {
+                    logged.push(Vec::new());
+                    previous = Some(request.connection);
+                }
+                if let Some(connection) = logged.last_mut() {
+                    connection.push(request.path.clone());
+                }
             }
         }
-    }
-    assert_eq!(logged.len() as u64, plan.connections());
-    let connections = seen.connections.lock().unwrap();
-    let mut answered = 0;
-    let mut peers = HashSet::new();
-    for (peer, paths) in connections.iter() {
-        answered += paths.len();
-        peers.insert(*peer);
+        assert_eq!(logged.len() as u64, plan.connections());
+        let connections = seen.connections.lock().unwrap();
+        let mut answered = 0;
+        let mut peers = HashSet::new();
+        for (peer, paths) in connections.iter() {
+            answered += paths.len();
+            peers.insert(*peer);
+            assert!(
+                logged.iter().any(|logged| logged.starts_with(paths)),
+                "a connection carried {paths:?}, which no logged connection starts with"
+            );
+        }
         assert!(
-            logged.iter().any(|logged| logged.starts_with(paths)),
-            "a connection carried {paths:?}, which no logged connection starts with"
+            peers
+                .iter()
+                .all(|peer| peer.to_string().starts_with("127.1.")),
+            "{peers:?}"
+        );
+        (most_open, answered)
+    };
+    // The origin sees all 6 at once and the trace's 300 requests go round at least once
+    // once the run is long enough: up to three runs, each longer, until both hold.
+    let mut last = (0, 0);
+    for duration in ["1s", "3s", "8s"] {
+        last = run(duration);
+        if last.0 == 6 && last.1 > 300 {
+            break;
+        }
+        println!(
+            "{duration} was not enough here (most open {}, {} answered): longer",
+            last.0, last.1
         );
     }
+    let (most_open, answered) = last;
+    assert_eq!(most_open, 6, "the origin saw 6 at once");
     assert!(
         answered > 300,
         "the trace's 300 requests went round at least once: {answered}"
-    );
-    assert!(
-        peers
-            .iter()
-            .all(|peer| peer.to_string().starts_with("127.1.")),
-        "{peers:?}"
     );
 }
