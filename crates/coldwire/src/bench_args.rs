@@ -22,6 +22,7 @@ Examples:
   coldwire bench -m POST -H 'Content-Type: application/json' --body '{}' http://127.0.0.1:8080/api
   coldwire bench -k --p99 20ms https://127.0.0.1:8443/
   coldwire bench --rate max -d 10s http://127.0.0.1:8080/   closed loop, as wrk
+  coldwire bench -n 10000 -c 50 http://127.0.0.1:8080/     exactly 10,000 requests, as ab
 
 Exit status:
   0   the run completed and every threshold held
