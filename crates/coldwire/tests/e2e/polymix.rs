@@ -69,7 +69,9 @@ coldwire_testkit::backend_tests! {
 }
 
 fn robots_through_proxy_wan_and_origin_get_hits_misses_and_verified_bodies(backend: &str) {
+    let pressure = coldwire_testkit::starvation::CpuPressure::start();
     let (json, stdout, stderr) = run_bench(TINY, &["--io", backend]);
+    let pressure = pressure.share();
     assert!(stderr.contains("behind WAN relays"), "{stderr}");
     assert!(stdout.contains("integrity failures"), "{stdout}");
     let run = &json["runs"][0];
@@ -119,10 +121,19 @@ fn robots_through_proxy_wan_and_origin_get_hits_misses_and_verified_bodies(backe
     assert!(number(&hits["count"]) > 20.0 && number(&misses["count"]) > 20.0);
     // A miss waits for the origin's think time (100 ms) and the relay's round trips.
     assert!(number(&misses["p50_us"]) > 100_000.0, "{misses}");
-    assert!(
-        number(&hits["p50_us"]) < number(&misses["p50_us"]),
-        "{hits} {misses}"
-    );
+    // Hits answered faster than misses: unless the machine was starved (tasks waited for
+    // a CPU at least half of the run), which can hold a hit back longer than a miss.
+    if number(&hits["p50_us"]) >= number(&misses["p50_us"]) {
+        assert!(
+            pressure.is_some_and(|share| share >= 0.5),
+            "hits are not faster than misses and the machine was not starved (CPU pressure \
+             {pressure:?}): {hits} {misses}"
+        );
+        println!(
+            "{backend}: not checking that hits beat misses: CPU pressure {pressure:?} \
+             (starved): {hits} {misses}"
+        );
+    }
     assert!(number(&phases[0]["population"]["offered_document_hit_ratio"]) < 0.2);
 }
 

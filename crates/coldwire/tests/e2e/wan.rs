@@ -110,48 +110,74 @@ coldwire_testkit::backend_tests! {
 fn an_echo_takes_the_round_trip(backend: &str) {
     let echo = coldwire_testkit::start_echo_server();
     let relay = relay(backend, echo, &["--rtt", "80ms"]);
-    let started = Instant::now();
-    let mut stream = connect(relay.address);
-    let mut rounds = Vec::new();
-    let mut buffer = [0u8; 4];
-    for _ in 0..5 {
-        let sent = Instant::now();
-        stream.write_all(b"ping").unwrap();
-        stream.read_exact(&mut buffer).unwrap();
-        rounds.push(sent.elapsed());
+    // Never early, on every connection; not much late is judged on the best of up to
+    // three connections (a round trip can only grow by waiting for a CPU).
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let mut stream = connect(relay.address);
+        let mut rounds = Vec::new();
+        let mut buffer = [0u8; 4];
+        for _ in 0..5 {
+            let sent = Instant::now();
+            stream.write_all(b"ping").unwrap();
+            stream.read_exact(&mut buffer).unwrap();
+            rounds.push(sent.elapsed());
+        }
+        // The first round also paid the emulated handshake (one more round trip).
+        assert!(
+            started.elapsed() >= Duration::from_millis(6 * 80),
+            "{backend}: {rounds:?}"
+        );
+        assert!(
+            rounds[0] >= Duration::from_millis(160),
+            "{backend}: {rounds:?}"
+        );
+        rounds.sort();
+        let median = rounds[2];
+        assert!(
+            median >= Duration::from_millis(80),
+            "{backend}: median round trip {median:?} ({rounds:?})"
+        );
+        best = best.min(median);
+        if best < Duration::from_millis(200) {
+            break;
+        }
     }
-    // The first round also paid the emulated handshake (one more round trip).
     assert!(
-        started.elapsed() >= Duration::from_millis(6 * 80),
-        "{backend}: {rounds:?}"
-    );
-    assert!(
-        rounds[0] >= Duration::from_millis(160),
-        "{backend}: {rounds:?}"
-    );
-    rounds.sort();
-    let median = rounds[2];
-    assert!(
-        median >= Duration::from_millis(80) && median < Duration::from_millis(200),
-        "{backend}: median round trip {median:?} ({rounds:?})"
+        best < Duration::from_millis(200),
+        "{backend}: best median round trip of three connections {best:?}"
     );
 }
 
 fn bandwidth_spreads_a_transfer_over_its_rate(backend: &str) {
     let sink = counting_sink();
     let relay = relay(backend, sink, &["--rtt", "2ms", "--bandwidth", "8Mbit"]);
-    let mut stream = connect(relay.address);
-    let payload = vec![7u8; 1_000_000];
-    let started = Instant::now();
-    stream.write_all(&payload).unwrap();
-    stream.shutdown(std::net::Shutdown::Write).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let took = started.elapsed();
-    assert_eq!(answer, "1000000", "{backend}");
+    // Never faster than the rate, on every transfer; not much slower is judged on the best
+    // of up to three transfers (waiting for a CPU only slows one down).
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let mut stream = connect(relay.address);
+        let payload = vec![7u8; 1_000_000];
+        let started = Instant::now();
+        stream.write_all(&payload).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let took = started.elapsed();
+        assert_eq!(answer, "1000000", "{backend}");
+        assert!(
+            took >= Duration::from_millis(950),
+            "{backend}: 1 MB at 8 Mbit/s took {took:?}"
+        );
+        best = best.min(took);
+        if best < Duration::from_secs(5) {
+            break;
+        }
+    }
     assert!(
-        took >= Duration::from_millis(950) && took < Duration::from_secs(5),
-        "{backend}: 1 MB at 8 Mbit/s took {took:?}"
+        best < Duration::from_secs(5),
+        "{backend}: 1 MB at 8 Mbit/s took {best:?} at best of three"
     );
 }
 
@@ -221,18 +247,31 @@ fn chained_relays_add_their_delays_and_carry_many_connections(backend: &str) {
     let mut buffer = [0u8; 4];
     stream.write_all(b"ping").unwrap();
     stream.read_exact(&mut buffer).unwrap();
-    let mut rounds = Vec::new();
+    // Never early (the median round trip of every set); not much late judged on the best
+    // median of up to three sets of three.
+    let mut best = Duration::MAX;
     for _ in 0..3 {
-        let sent = Instant::now();
-        stream.write_all(b"ping").unwrap();
-        stream.read_exact(&mut buffer).unwrap();
-        rounds.push(sent.elapsed());
+        let mut rounds = Vec::new();
+        for _ in 0..3 {
+            let sent = Instant::now();
+            stream.write_all(b"ping").unwrap();
+            stream.read_exact(&mut buffer).unwrap();
+            rounds.push(sent.elapsed());
+        }
+        rounds.sort();
+        assert!(
+            rounds[1] >= Duration::from_millis(80),
+            "{backend}: two 40 ms relays, median round trip {:?} ({rounds:?})",
+            rounds[1]
+        );
+        best = best.min(rounds[1]);
+        if best < Duration::from_millis(400) {
+            break;
+        }
     }
-    rounds.sort();
     assert!(
-        rounds[1] >= Duration::from_millis(80) && rounds[1] < Duration::from_millis(400),
-        "{backend}: two 40 ms relays, median round trip {:?} ({rounds:?})",
-        rounds[1]
+        best < Duration::from_millis(400),
+        "{backend}: two 40 ms relays, best median round trip {best:?}"
     );
     let mut streams: Vec<TcpStream> = (0..300).map(|_| connect(client_side.address)).collect();
     for (index, stream) in streams.iter_mut().enumerate() {
