@@ -65,6 +65,7 @@ impl<D: Driver> Engine<D> {
                     completed: self.cold.established,
                     errors: self.cold.failed,
                     cold_held: self.cold.held,
+                    requests_planned: None,
                     opening_cold: true,
                 });
             }

@@ -91,6 +91,13 @@ pub struct LoadConfig {
     /// `urls`, the default, uses `targets`. Recorded in the JSON only when not the default.
     #[serde(skip_serializing_if = "is_default_workload")]
     pub workload: &'static str,
+    /// A request budget for each phase's measured window (ab's `-n`): the window offers
+    /// exactly this many requests (open loop: a missed slot takes none of the budget, its
+    /// request goes at the next slot) and ends when the last of them has completed or failed
+    /// — or at the phase's duration, whichever comes first. `None`: the window lasts the
+    /// phase's duration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
 }
 
 fn is_default_workload(name: &&'static str) -> bool {
@@ -145,6 +152,7 @@ impl LoadConfig {
             seed: 1,
             rtt: Duration::ZERO,
             workload: crate::workload::urls::NAME,
+            requests: None,
         }
     }
 
@@ -156,6 +164,9 @@ impl LoadConfig {
         }
         if self.timeout.is_zero() {
             return fail("--timeout must be positive");
+        }
+        if self.requests == Some(0) {
+            return fail("-n (--requests) must be at least 1");
         }
         if !(self.cold_connect_rate.is_finite() && self.cold_connect_rate > 0.0) {
             return fail("--cold-rate must be a positive number of connections per second");
@@ -180,6 +191,18 @@ impl LoadConfig {
         self.request.validate()?;
         Ok(())
     }
+}
+
+/// What ended a phase's measured window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseEnd {
+    /// Its duration passed.
+    Duration,
+    /// Every request of its budget (`LoadConfig::requests`) completed or failed.
+    Requests,
+    /// The run was stopped (SIGINT/SIGTERM).
+    Interrupted,
 }
 
 /// One measured step: a rate held for a warm-up and a measured window.

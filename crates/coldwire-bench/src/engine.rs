@@ -10,6 +10,13 @@
 //! intended start. A slot the generator itself reaches more than `late_limit` late is
 //! skipped and counted as missed: nothing is ever sent in a catch-up burst.
 //!
+//! With a request budget (`LoadConfig::requests`, ab's `-n`) the window sends exactly
+//! that many requests (each measured slot sent, or closed-loop request, takes one; a
+//! missed slot takes none, so its request goes at the next slot) and ends at
+//! the moment the last of them completed or failed — or at the phase's duration if that
+//! comes first. Requests still outstanding `timeout` after the budget was spent are
+//! abandoned and counted as timeouts, as at the end of a timed window.
+//!
 //! Invariants: `in_flight` counts hot connections with a request outstanding; every open
 //! hot connection is in exactly one state — connecting or busy (a request outstanding),
 //! resting (the emulated round-trip time after a response, `--rtt`), or idle (listed in its
@@ -24,7 +31,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use coldwire_io::{Completion, ConnectionId, Driver};
 
-use crate::config::{LoadConfig, PhasePlan, Rate};
+use crate::config::{LoadConfig, PhaseEnd, PhasePlan, Rate};
 use crate::error::BenchError;
 use crate::recorder::{ErrorKind, Recorder};
 use crate::response::ResponseReader;
@@ -132,6 +139,9 @@ pub struct Progress {
     pub errors: u64,
     /// Cold connections held.
     pub cold_held: u64,
+    /// The window's request budget (`LoadConfig::requests`), if any: progress is then
+    /// `completed + errors` out of it.
+    pub requests_planned: Option<u64>,
     /// True while cold connections are being opened (then `completed` counts the
     /// established ones and `errors` the failed ones).
     pub opening_cold: bool,
@@ -170,6 +180,10 @@ pub struct PhaseMeasurement {
     pub interrupted: bool,
     /// Requests still outstanding when the drain bound passed (counted as timeouts).
     pub abandoned: u64,
+    /// The window's request budget (`LoadConfig::requests`), if any.
+    pub requests_planned: Option<u64>,
+    /// What ended the window.
+    pub ended_by: PhaseEnd,
 }
 
 /// The load generator's state across phases (connections persist from phase to phase).
@@ -189,6 +203,8 @@ pub struct Engine<D: Driver> {
     pub(crate) window: (Instant, Instant),
     pub(crate) closed_loop: bool,
     pub(crate) issuing: bool,
+    /// Requests of the window's budget not issued yet (`None`: no budget).
+    pub(crate) remaining: Option<u64>,
     pub(crate) now: Instant,
     /// TLS settings when some endpoint is `https://` (`crate::tls`).
     pub(crate) tls: Option<crate::tls::TlsClient>,
@@ -243,6 +259,7 @@ impl<D: Driver> Engine<D> {
             window: (Instant::now(), Instant::now()),
             closed_loop: false,
             issuing: false,
+            remaining: None,
             now: Instant::now(),
             tls,
             head_requests,
@@ -353,9 +370,13 @@ impl<D: Driver> Engine<D> {
         let window_start = start + plan.warmup;
         let window_end = window_start + plan.duration;
         self.window = (window_start, window_end);
-        let drain_until = window_end + self.config.timeout + Duration::from_millis(100);
+        let drain = self.config.timeout + Duration::from_millis(100);
+        let mut drain_until = window_end + drain;
         self.closed_loop = plan.rate == Rate::Max;
         self.issuing = true;
+        self.remaining = self.config.requests;
+        let mut budget_spent = false;
+        let mut ended_by = PhaseEnd::Duration;
         let mut schedule = match plan.rate {
             Rate::PerSecond(rate) => Some(Schedule::new(
                 start,
@@ -367,7 +388,7 @@ impl<D: Driver> Engine<D> {
         };
         if self.closed_loop {
             for _ in 0..self.config.connections {
-                self.issue(start, plan.warmup.is_zero());
+                self.issue_closed(start, plan.warmup.is_zero());
             }
         }
         let mut window_started = false;
@@ -381,6 +402,7 @@ impl<D: Driver> Engine<D> {
             self.now = now;
             if self.stopped() {
                 interrupted = true;
+                ended_by = PhaseEnd::Interrupted;
                 if !window_started {
                     self.window.1 = self.window.0;
                 }
@@ -404,7 +426,24 @@ impl<D: Driver> Engine<D> {
                 observer.window_ended();
             }
             self.expire_backlog(now);
-            if window_closed && self.in_flight == 0 && self.backlog.is_empty() {
+            if !budget_spent && self.remaining == Some(0) {
+                // Every request of the budget is out: the rest have `timeout` to end.
+                budget_spent = true;
+                drain_until = drain_until.min(now + drain);
+            }
+            let idle = self.in_flight == 0 && self.backlog.is_empty();
+            if !window_closed && budget_spent && (idle || now >= drain_until) {
+                if !idle {
+                    abandoned = self.abandon_outstanding(true);
+                }
+                // The window ends at the last completion (or failure) of the budget.
+                window_closed = true;
+                ended_by = PhaseEnd::Requests;
+                self.window.1 = now;
+                observer.window_ended();
+                break;
+            }
+            if window_closed && idle {
                 break;
             }
             if now >= drain_until {
@@ -421,6 +460,7 @@ impl<D: Driver> Engine<D> {
                     completed: self.recorder.completed_in_window,
                     errors: self.recorder.errors.total(),
                     cold_held: self.cold.held,
+                    requests_planned: self.config.requests,
                     opening_cold: false,
                 });
             }
@@ -454,7 +494,7 @@ impl<D: Driver> Engine<D> {
             }
             self.turn(timeout)?;
         }
-        let end = Instant::now().min(window_end);
+        let end = Instant::now().min(self.window.1);
         let window = end.saturating_duration_since(window_start);
         if interrupted {
             self.issuing = false;
@@ -473,6 +513,8 @@ impl<D: Driver> Engine<D> {
             hot_open_at_end: self.hot_open as u64,
             interrupted,
             abandoned,
+            requests_planned: self.config.requests,
+            ended_by,
         })
     }
 
@@ -502,6 +544,10 @@ impl<D: Driver> Engine<D> {
                 }
                 continue;
             }
+            // A missed slot takes none of the budget: its request goes at the next slot.
+            if measured && !self.take_budget() {
+                return;
+            }
             if measured {
                 self.recorder
                     .lateness
@@ -509,6 +555,33 @@ impl<D: Driver> Engine<D> {
             }
             self.issue(intended, measured);
         }
+    }
+
+    /// Takes one request of the window's budget; false (and issuing stops) when it is
+    /// spent. Issuing stops as the last one is taken, too.
+    pub(crate) fn take_budget(&mut self) -> bool {
+        match self.remaining {
+            None => true,
+            Some(0) => {
+                self.issuing = false;
+                false
+            }
+            Some(left) => {
+                self.remaining = Some(left - 1);
+                if left == 1 {
+                    self.issuing = false;
+                }
+                true
+            }
+        }
+    }
+
+    /// Issues a closed-loop request at `intended` (a window one takes its budget).
+    pub(crate) fn issue_closed(&mut self, intended: Instant, measured: bool) {
+        if measured && !self.take_budget() {
+            return;
+        }
+        self.issue(intended, measured);
     }
 
     /// Requests waiting for a connection longer than the timeout are dropped and counted.

@@ -304,7 +304,7 @@ impl<D: Driver> Engine<D> {
             self.idle[endpoint].push(id);
             let now = self.now;
             let measured = self.in_window(now);
-            self.issue(now, measured);
+            self.issue_closed(now, measured);
             return;
         }
         let Some(pending) = self.backlog.pop_front() else {
@@ -419,7 +419,7 @@ impl<D: Driver> Engine<D> {
         } else if self.closed_loop && self.issuing {
             let now = self.now;
             let measured = self.in_window(now);
-            self.issue(now, measured);
+            self.issue_closed(now, measured);
         }
     }
 }

@@ -47,7 +47,7 @@ pub mod workload;
 mod cold;
 mod hot;
 
-pub use config::{ColdMode, LoadConfig, PhasePlan, Rate};
+pub use config::{ColdMode, LoadConfig, PhaseEnd, PhasePlan, Rate};
 pub use engine::{ColdTotals, Engine, NoObserver, PhaseMeasurement, PhaseObserver, Progress};
 pub use error::BenchError;
 pub use report::{BenchReport, SCHEMA_VERSION};

@@ -270,6 +270,8 @@ mod tests {
             hot_open_at_end: 0,
             interrupted: false,
             abandoned: 0,
+            requests_planned: None,
+            ended_by: crate::config::PhaseEnd::Duration,
         });
         report.server = Some(ServerCost {
             cpu_us_per_request: cpu_us,

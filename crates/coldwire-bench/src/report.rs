@@ -211,6 +211,11 @@ pub struct PhaseReport {
     pub abandoned: u64,
     /// The run was interrupted during this phase.
     pub interrupted: bool,
+    /// The window's request budget (`-n`), when the run had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_planned: Option<u64>,
+    /// What ended the window: its duration, its request budget, or an interrupt.
+    pub ended_by: crate::config::PhaseEnd,
     /// Server cost from `/proc` (with `--server-pid` or `--spawn`).
     pub server: Option<ServerCost>,
     /// Machine CPU from `/proc/stat`.
@@ -269,6 +274,8 @@ impl PhaseReport {
             intervals: recorder.intervals.clone(),
             abandoned: measurement.abandoned,
             interrupted: measurement.interrupted,
+            requests_planned: measurement.requests_planned,
+            ended_by: measurement.ended_by,
             server: None,
             machine: None,
             generator: None,

@@ -519,6 +519,15 @@ fn notes(report: &BenchReport) -> String {
             worst.1, worst.2, worst.0
         ));
     }
+    for (run, phase) in phases(report) {
+        if let Some(planned) = phase.requests_planned {
+            note(request_count_note(
+                &phase_name(&run.name, phase),
+                phase,
+                planned,
+            ));
+        }
+    }
     if report.interrupted {
         note("interrupted: the results cover what ran".into());
     }
@@ -536,6 +545,26 @@ fn notes(report: &BenchReport) -> String {
         out
     } else {
         format!("\n{out}")
+    }
+}
+
+/// What ended a phase with a request budget (`-n`): the count, or the duration first.
+fn request_count_note(name: &str, phase: &PhaseReport, planned: u64) -> String {
+    let ended = phase.sent_requests.min(planned);
+    match phase.ended_by {
+        crate::config::PhaseEnd::Requests => format!(
+            "{name}: the request count (-n {planned}) ended the run: {} responses and {} \
+             errors in {:.3} s",
+            phase.completed_in_window, phase.errors_total, phase.window_seconds
+        ),
+        crate::config::PhaseEnd::Duration => format!(
+            "{name}: the duration (-d) ended the run before the request count: {ended} of \
+             -n {planned} requests sent in {:.3} s",
+            phase.window_seconds
+        ),
+        crate::config::PhaseEnd::Interrupted => {
+            format!("{name}: interrupted after {ended} of -n {planned} requests")
+        }
     }
 }
 

@@ -191,6 +191,8 @@ mod tests {
             hot_open_at_end: 0,
             interrupted: false,
             abandoned: 0,
+            requests_planned: None,
+            ended_by: crate::config::PhaseEnd::Duration,
         })
     }
 

@@ -81,7 +81,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub proxy: Option<SocketAddr>,
     /// Offered requests per second (open loop, as wrk2's -R), or `max` (closed loop, as
-    /// wrk: for ceilings, not latency). Default: 1000 (open loop).
+    /// wrk: for ceilings, not latency). Default: 1000 (open loop); with -n, `max`.
     #[arg(short = 'R', long, value_parser = parse_rate)]
     pub rate: Option<Rate>,
     /// Arrival process: constant or poisson.
@@ -98,9 +98,10 @@ pub struct BenchArgs {
     /// wrk's `--latency`, accepted: the latency distribution is always printed.
     #[arg(long)]
     pub latency: bool,
-    /// A number of requests (ab's, hey's and oha's `-n`) is not how coldwire bench runs:
-    /// it runs for a duration (`-d`); given, the run stops with an error that says what to
-    /// write instead.
+    /// Send exactly N requests (ab's, hey's and oha's `-n`), then report: the measured
+    /// window ends when the last of them completed or failed (with -d too: whichever comes
+    /// first). Without -R they go as fast as the connections allow (-R max); no warm-up
+    /// unless --warmup is given; at most N connections are opened.
     #[arg(short = 'n', long = "requests", value_name = "N")]
     pub requests: Option<u64>,
     /// Requests per hot connection before it is replaced (1 = a new connection per request;
@@ -135,12 +136,13 @@ pub struct BenchArgs {
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
     pub trickle_interval: Duration,
     /// Measured time per phase or saturation step (`30s`, `2m`; a plain number is seconds;
-    /// `-z` as oha's).
-    #[arg(short, short_alias = 'z', long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Duration,
-    /// Load before measuring, per phase or step (a plain number is seconds).
-    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
-    pub warmup: Duration,
+    /// `-z` as oha's). Default: 10s; with -n, none (the request count ends the run).
+    #[arg(short, short_alias = 'z', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Load before measuring, per phase or step (a plain number is seconds). Default: 2s;
+    /// with -n, none.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
     /// Step the rate up from --rate until achieved < 95% of offered or p99 > --saturate-p99;
     /// report the saturation throughput and the curve.
     #[arg(long)]
@@ -266,14 +268,40 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
-    /// The offered rate: `--rate`, or 1,000 requests/s (open loop) when it is not given.
+    /// The offered rate: `--rate`, or when it is not given 1,000 requests/s (open loop) —
+    /// or, with a request count (`-n`), the closed loop (as fast as possible, as ab's).
     pub fn rate(&self) -> Rate {
-        self.rate.unwrap_or(DEFAULT_RATE)
+        match (self.rate, self.requests) {
+            (Some(rate), _) => rate,
+            (None, Some(_)) => Rate::Max,
+            (None, None) => DEFAULT_RATE,
+        }
+    }
+
+    /// The measured duration: `--duration`, or 10 s.
+    pub fn duration(&self) -> Duration {
+        self.duration.unwrap_or(DEFAULT_DURATION)
+    }
+
+    /// The warm-up: `--warmup`, or 2 s — none with a request count (`-n`), as ab's.
+    pub fn warmup(&self) -> Duration {
+        match (self.warmup, self.requests) {
+            (Some(warmup), _) => warmup,
+            (None, Some(_)) => Duration::ZERO,
+            (None, None) => DEFAULT_WARMUP,
+        }
     }
 }
 
 /// The rate offered when `--rate` is not given.
 pub const DEFAULT_RATE: Rate = Rate::PerSecond(1000.0);
+/// The measured duration when `--duration` is not given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// The warm-up when `--warmup` is not given (and no request count is).
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
+/// The longest window of a request-count run without `--duration` (only a bound: the
+/// count ends it).
+const REQUEST_COUNT_BOUND: Duration = Duration::from_secs(365 * 24 * 3600);
 
 fn parse_rate(text: &str) -> Result<Rate, String> {
     if text.eq_ignore_ascii_case("max") {
@@ -330,9 +358,16 @@ impl PhaseObserver for Bar {
         let Some(bar) = &self.bar else {
             return;
         };
-        let planned = progress.planned.as_secs_f64().max(1e-3);
+        let done = match progress.requests_planned {
+            // A request count: the share of the requests ended.
+            Some(requests) if progress.measuring => {
+                (progress.completed + progress.errors) as f64 / requests.max(1) as f64
+            }
+            Some(_) => 0.0,
+            None => progress.elapsed.as_secs_f64() / progress.planned.as_secs_f64().max(1e-3),
+        };
         bar.set_prefix(progress.label.clone());
-        bar.set_position(((progress.elapsed.as_secs_f64() / planned) * 1000.0).min(1000.0) as u64);
+        bar.set_position((done * 1000.0).min(1000.0) as u64);
         if progress.opening_cold {
             bar.set_message(format!(
                 "{} established, {} failed",
@@ -518,6 +553,7 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let mut arguments = arguments;
     let positional = std::mem::take(&mut arguments.positional_urls);
     arguments.urls.splice(0..0, positional);
+    crate::bench_args::check_request_count(&arguments)?;
     if arguments.workload == "polymix" {
         return crate::polymix::run(&arguments, &stop);
     }
@@ -561,11 +597,21 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     load.seed = arguments.seed;
     load.poll = !arguments.no_poll;
     load.rtt = arguments.rtt;
+    load.requests = arguments.requests;
+    if let Some(requests) = arguments.requests {
+        // More connections than requests would only be opened and left unused.
+        load.connections = load
+            .connections
+            .min(usize::try_from(requests).unwrap_or(usize::MAX));
+    }
     // Before anything is started or printed: a bad value is the only message.
     load.validate()?;
     check_descriptors(load.connections + load.cold)?;
-    let warmup = arguments.warmup;
-    let duration = arguments.duration;
+    let warmup = arguments.warmup();
+    let duration = match (arguments.duration, arguments.requests) {
+        (None, Some(_)) => REQUEST_COUNT_BOUND,
+        _ => arguments.duration(),
+    };
     let saturate = if arguments.saturate {
         let Rate::PerSecond(start_rate) = arguments.rate() else {
             bail!("--saturate steps an open-loop rate: give the first one with --rate N");
@@ -631,7 +677,12 @@ pub fn run(arguments: BenchArgs) -> anyhow::Result<()> {
     let started = unix_seconds();
     if !arguments.quiet {
         let mut line = crate::bench_args::describe(&load, &plan);
-        if arguments.rate.is_none() && !arguments.saturate {
+        if arguments.rate.is_none() && arguments.requests.is_some() {
+            line.push_str(
+                " (with -n and no -R the requests go as fast as the connections allow, as \
+                 ab's: -R N offers them at N/s instead)",
+            );
+        } else if arguments.rate.is_none() && !arguments.saturate {
             line.push_str(
                 " (1,000/s is the default: -R N sets the rate, -R max runs wrk's closed loop)",
             );

@@ -22,6 +22,7 @@ Examples:
   coldwire bench -m POST -H 'Content-Type: application/json' --body '{}' http://127.0.0.1:8080/api
   coldwire bench -k --p99 20ms https://127.0.0.1:8443/
   coldwire bench --rate max -d 10s http://127.0.0.1:8080/   closed loop, as wrk
+  coldwire bench -n 10000 -c 50 http://127.0.0.1:8080/     exactly 10,000 requests, as ab
 
 Exit status:
   0   the run completed and every threshold held
@@ -105,18 +106,41 @@ pub fn thresholds(arguments: &BenchArgs) -> Thresholds {
     }
 }
 
-/// The flags of other load testers that coldwire bench accepts but reads differently: `-n`
-/// (a request count) stops with what to write instead; `-t N` (wrk's threads) runs, with
-/// a note on stderr that the generator is one thread and, without `-R`, not wrk's closed
-/// loop.
-pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
-    if let Some(requests) = arguments.requests {
-        return Err(crate::exit_status::usage(anyhow::anyhow!(
-            "-n {requests}: coldwire bench runs for a duration, not a number of requests; \
-             write -d (e.g. -d 10s, -d 1m) with -R RATE for an open loop (-R 1000 -d 10s \
-             offers 10,000 requests) or -R max to send as fast as the server answers"
-        )));
+/// A request count (`-n`) runs one phase against the URLs given: not with the modes that
+/// plan their own phases (built-in scenario, `--saturate`, `--replay`, PolyMix).
+pub fn check_request_count(arguments: &BenchArgs) -> anyhow::Result<()> {
+    let Some(requests) = arguments.requests else {
+        return Ok(());
+    };
+    let conflict = if requests == 0 {
+        Some("-n 0: give at least one request (-n 1000)".to_owned())
+    } else if arguments.saturate {
+        Some(format!(
+            "-n {requests} with --saturate: the saturation steps last -d each; drop one of them"
+        ))
+    } else if arguments.replay.is_some() || arguments.workload != "urls" {
+        Some(format!(
+            "-n {requests}: a replay or a --workload other than urls runs for a duration (-d); \
+             drop -n"
+        ))
+    } else if arguments.urls.is_empty() && arguments.positional_urls.is_empty() {
+        Some(format!(
+            "-n {requests}: give the target URL (coldwire bench -n {requests} \
+             http://HOST:PORT/PATH); the built-in scenario has phases of its own"
+        ))
+    } else {
+        None
+    };
+    match conflict {
+        Some(message) => Err(crate::exit_status::usage(anyhow::anyhow!(message))),
+        None => Ok(()),
     }
+}
+
+/// The flags of other load testers that coldwire bench accepts but reads differently:
+/// `-t N` (wrk's threads) runs, with a note on stderr that the generator is one thread
+/// and, without `-R`, not wrk's closed loop.
+pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
     // `-q 100` (oha's and hey's rate) makes `100` a URL here: say where the rate goes.
     if let Some(number) = arguments
         .urls
@@ -134,7 +158,7 @@ pub fn check_habits(arguments: &BenchArgs) -> anyhow::Result<()> {
     {
         // The built-in scenario (no URL) has rates of its own.
         let closed_loop = match arguments.rate {
-            None if !arguments.urls.is_empty() => {
+            None if !arguments.urls.is_empty() && arguments.requests.is_none() => {
                 " Without -R it offers 1,000 requests/s (open loop): add -R max for wrk's \
                  closed loop."
             }
@@ -231,13 +255,23 @@ pub fn describe(load: &LoadConfig, plan: &BenchPlan) -> String {
         1 => " (a new one per request)".to_owned(),
         k => format!(" ({k} requests each)"),
     };
+    let measured = match load.requests {
+        Some(requests) if plan.saturate.is_none() => {
+            let bound = if duration >= Duration::from_secs(365 * 24 * 3600) {
+                String::new()
+            } else {
+                format!(" (at most {})", human(duration))
+            };
+            format!("{requests} requests{bound}")
+        }
+        _ => format!("{} measured", human(duration)),
+    };
     format!(
-        "coldwire bench: {} {} — {rate}, up to {} connections{per_connection}, {} measured \
+        "coldwire bench: {} {} — {rate}, up to {} connections{per_connection}, {measured} \
          after {} warm-up",
         load.request.method,
         urls.join(" "),
         load.connections,
-        human(duration),
         human(warmup),
     )
 }
@@ -278,7 +312,7 @@ mod tests {
         ]);
         assert_eq!(arguments.positional_urls, ["http://127.0.0.1:8080/x"]);
         assert_eq!(arguments.connections, 100);
-        assert_eq!(arguments.duration, Duration::from_secs(120));
+        assert_eq!(arguments.duration(), Duration::from_secs(120));
         assert_eq!(arguments.rate(), Rate::PerSecond(2000.0));
         assert_eq!(
             arguments.headers,
@@ -317,8 +351,8 @@ mod tests {
             "max",
         ]);
         assert_eq!(arguments.urls.len(), 2);
-        assert_eq!(arguments.duration, Duration::from_millis(2500));
-        assert_eq!(arguments.warmup, Duration::from_secs(1));
+        assert_eq!(arguments.duration(), Duration::from_millis(2500));
+        assert_eq!(arguments.warmup(), Duration::from_secs(1));
         assert_eq!(arguments.timeout, 3.0);
         assert_eq!(arguments.rtt, Duration::from_millis(80));
         assert_eq!(arguments.late_limit, 1000.0);

@@ -139,8 +139,8 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
     let pid = arguments.server_pid;
     let phases = match closed {
         Some(connections) => vec![
-            ("warmup".to_owned(), arguments.warmup),
-            (format!("{connections} connections"), arguments.duration),
+            ("warmup".to_owned(), arguments.warmup()),
+            (format!("{connections} connections"), arguments.duration()),
         ],
         None => vec![(
             format!("{}x", plan.speedup),
@@ -172,8 +172,8 @@ pub fn run(arguments: &BenchArgs, trace_path: &Path, stop: &Arc<AtomicBool>) -> 
             plan.connections(),
             plan.requests,
             plan.clients.len(),
-            arguments.warmup.as_secs_f64(),
-            arguments.duration.as_secs_f64(),
+            arguments.warmup().as_secs_f64(),
+            arguments.duration().as_secs_f64(),
             if own_sources {
                 ", each from its client's own 127.1.x.y address"
             } else {

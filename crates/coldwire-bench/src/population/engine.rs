@@ -285,6 +285,7 @@ impl<D: Driver> PopulationEngine<D> {
                     completed: recorder.completed_in_window,
                     errors: recorder.errors.total(),
                     cold_held: self.open as u64,
+                    requests_planned: None,
                     opening_cold: false,
                 });
             }

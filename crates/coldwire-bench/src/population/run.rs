@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use coldwire_io::{Backend, Driver, DriverConfig, UringOptions, WithDriver};
 
-use crate::config::{LoadConfig, PhasePlan, Rate};
+use crate::config::{LoadConfig, PhaseEnd, PhasePlan, Rate};
 use crate::engine::{ColdTotals, PhaseMeasurement, PhaseObserver, Progress};
 use crate::error::BenchError;
 use crate::report::{PhaseReport, RunReport};
@@ -71,6 +71,12 @@ pub fn phase_report(recordings: PhaseRecordings, kind_names: &[&'static str]) ->
         hot_open_at_end: 0,
         interrupted: recordings.interrupted,
         abandoned: recordings.abandoned,
+        requests_planned: None,
+        ended_by: if recordings.interrupted {
+            PhaseEnd::Interrupted
+        } else {
+            PhaseEnd::Duration
+        },
     };
     let mut report = PhaseReport::from_measurement(&measurement);
     report.offered_rate = Some(rate);

@@ -447,12 +447,24 @@ fn wrk_and_oha_command_lines_run_with_a_note_for_threads() {
 }
 
 #[test]
-fn a_request_count_says_to_give_a_duration() {
-    let output = bench(&["-n", "10000", "-c", "50", "http://127.0.0.1:9/"]);
+fn a_request_count_where_it_cannot_apply_says_why() {
+    // -n runs (tests/e2e/bench_request_count.rs); not with modes that plan their phases.
+    let output = bench(&["-n", "0", "http://127.0.0.1:9/"]);
     assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("not a number of requests"), "{stderr}");
-    assert!(stderr.contains("-d 10s"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at least one request"));
+    let output = bench(&[
+        "-n",
+        "100",
+        "--saturate",
+        "-R",
+        "100",
+        "http://127.0.0.1:9/",
+    ]);
+    assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("drop one of them"));
+    let output = bench(&["-n", "100"]);
+    assert_eq!(output.status.code(), Some(64), "{}", explain(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("give the target URL"));
     // oha's and hey's `-q RATE`: here -q is --quiet, and the number would be read as a URL.
     let output = Command::new(COLDWIRE)
         .args(["bench", "-q", "100", "http://127.0.0.1:9/"])

@@ -10,6 +10,7 @@
 mod access_log_formats;
 mod bench;
 mod bench_habits;
+mod bench_request_count;
 mod browser;
 mod experiment;
 mod experiment_splice_peers;
