@@ -87,10 +87,7 @@ impl UringDriver {
             .map(|(index, _)| index)
             .collect();
         for index in armed {
-            let entry = opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0))
-                .build()
-                .user_data(user_data(Kind::Ignored, 0, 0));
-            self.push_plain(entry);
+            self.push_quiet(opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0)).build());
         }
     }
 

@@ -57,10 +57,7 @@ impl Driver for UringDriver {
             return;
         };
         if state.accepting {
-            let entry = opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0))
-                .build()
-                .user_data(user_data(Kind::Ignored, 0, 0));
-            self.push_plain(entry);
+            self.push_quiet(opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0)).build());
             // The accept holds the listening socket: let go of it before closing.
             if let Err(error) = self.ring.submit_now() {
                 self.fatal.get_or_insert(error);

@@ -39,10 +39,7 @@ impl UringDriver {
                 continue;
             }
             self.counters.uring_cancellations += 1;
-            let entry = opcode::AsyncCancel::new(user_data(kind, slot, generation))
-                .build()
-                .user_data(user_data(Kind::Ignored, 0, 0));
-            self.push_plain(entry);
+            self.push_quiet(opcode::AsyncCancel::new(user_data(kind, slot, generation)).build());
         }
     }
 
@@ -80,10 +77,7 @@ impl UringDriver {
         if !released {
             self.cancel_operations(slot, connection.generation, armed);
         }
-        let entry = opcode::Close::new(types::Fd(fd))
-            .build()
-            .user_data(user_data(Kind::Ignored, 0, 0));
-        self.push_plain(entry);
+        self.push_quiet(opcode::Close::new(types::Fd(fd)).build());
         // Without the shutdown, the socket is released (FIN sent) when nothing holds it any
         // more: now, not at the next loop turn.
         if !released && let Err(error) = self.ring.submit_now() {

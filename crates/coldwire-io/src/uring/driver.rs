@@ -313,6 +313,18 @@ impl UringDriver {
         unsafe { self.push(&entry) };
     }
 
+    /// Queues a fire-and-forget operation (a cancellation, a `CLOSE`) whose success needs
+    /// no handling: with `IOSQE_CQE_SKIP_SUCCESS` (Linux 5.17) it posts a completion only
+    /// if it fails (a cancellation that found nothing, a close that failed), and those are
+    /// ignored. Without the flag every close and cancellation cost a completion entry, and
+    /// one more for the loop to reap.
+    pub(super) fn push_quiet(&mut self, entry: io_uring::squeue::Entry) {
+        let entry = entry
+            .user_data(user_data(Kind::Ignored, 0, 0))
+            .flags(io_uring::squeue::Flags::SKIP_SUCCESS);
+        self.push_plain(entry);
+    }
+
     fn arm_waker(&mut self) {
         let entry = opcode::PollAdd::new(types::Fd(self.waker.raw_fd()), libc::POLLIN as u32)
             .multi(true)

@@ -109,10 +109,9 @@ impl UringDriver {
                 && connection.pending_end.is_none()
                 && result != 0;
             if throttle {
-                let entry = opcode::AsyncCancel::new(user_data(Kind::Recv, slot, generation))
-                    .build()
-                    .user_data(user_data(Kind::Ignored, 0, 0));
-                self.push_plain(entry);
+                self.push_quiet(
+                    opcode::AsyncCancel::new(user_data(Kind::Recv, slot, generation)).build(),
+                );
             } else if rearm {
                 self.arm_recv(slot);
             }

@@ -161,10 +161,7 @@ impl Splice for UringDriver {
         let transfer = Transfer::new(source, destination, length, pipes, state);
         self.splices.insert(transfer);
         if let Some(target) = cancel_receive {
-            let entry = opcode::AsyncCancel::new(target)
-                .build()
-                .user_data(user_data(Kind::Ignored, 0, 0));
-            self.push_plain(entry);
+            self.push_quiet(opcode::AsyncCancel::new(target).build());
         }
         self.advance_quieting(destination.slot);
         Ok(())
@@ -221,10 +218,7 @@ impl UringDriver {
             } else if !transfer.state.cancelled {
                 transfer.state.cancelled = true;
                 let id = transfer.destination;
-                let entry = opcode::AsyncCancel::new(operation_tag(id))
-                    .build()
-                    .user_data(user_data(Kind::Ignored, 0, 0));
-                self.push_plain(entry);
+                self.push_quiet(opcode::AsyncCancel::new(operation_tag(id)).build());
             }
         }
         self.splices.forget_copies(slot);
