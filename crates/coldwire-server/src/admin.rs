@@ -38,6 +38,9 @@ fn answer(mut stream: TcpStream, stats: &Stats) {
     let mut filled = 0;
     while filled < request.len() {
         match stream.read(&mut request[filled..]) {
+            // A signal (a stop and continue) interrupts a read with a timeout set: the
+            // request is still coming (seen as a 405 for a real GET under SIGSTOP).
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Ok(0) | Err(_) => break,
             Ok(count) => {
                 filled += count;

@@ -19,6 +19,10 @@
 //!   queues after insertion ([`recheck_queue`]) so the kernel forwards them in order, and
 //!   [`Sockmap::insert_pair`] takes them out first (non-blocking reads) for the caller to
 //!   send ahead;
+//! - an end of stream runs the program whatever the low-water mark: one that arrives
+//!   while a pair is half inserted makes it hand that socket's bytes to user space (the
+//!   peer is not in the map yet) — all of them, as nothing follows an end of stream; the
+//!   owner must write them to the peer itself, not drop them;
 //! - the kernel does not forward end of stream: the caller sees the FIN (a readable
 //!   socket whose read returns 0), waits until the peer has written everything redirected
 //!   to it ([`Sockmap::delivered`]), then shuts the peer's write side;
@@ -112,6 +116,9 @@ pub struct SplicedPair {
 pub struct Sockmap {
     sockets: OwnedFd,
     pairs: OwnedFd,
+    /// For tests: a pause between a pair's two socket insertions
+    /// ([`Sockmap::pause_between_insertions`]).
+    insertion_pause: Option<std::time::Duration>,
 }
 
 impl Sockmap {
@@ -138,7 +145,18 @@ impl Sockmap {
         };
         // The map keeps its own reference to the program: ours goes with `program`.
         bpf(BPF_PROG_ATTACH, &mut attach).map_err(refused("attaching the program"))?;
-        Ok(Sockmap { sockets, pairs })
+        Ok(Sockmap {
+            sockets,
+            pairs,
+            insertion_pause: None,
+        })
+    }
+
+    /// For tests: pauses `pause` between inserting a pair's first socket and its second,
+    /// widening the moment a pair is half inserted (an end of stream arriving then makes
+    /// the program hand the first socket's bytes to user space; see the module doc).
+    pub fn pause_between_insertions(&mut self, pause: std::time::Duration) {
+        self.insertion_pause = Some(pause);
     }
 
     fn element(&self, command: libc::c_long, map: RawFd, key: &u64, value: u64) -> io::Result<()> {
@@ -186,7 +204,7 @@ impl Sockmap {
         };
         // Until both sockets are in the map, arriving bytes must not wake the program: it
         // would redirect them to a peer not in the map yet (the kernel would drop them;
-        // the program passes them to user space instead, which breaks the tunnel). A
+        // the program passes them to user space instead, for the owner to write). A
         // receive low-water mark above anything that can arrive meanwhile holds them in
         // the queue; the re-check below lowers it and hands the queue to the program.
         for socket in sockets {
@@ -233,6 +251,11 @@ impl Sockmap {
             ) {
                 self.remove_pair(pair);
                 return Err(error);
+            }
+            if side == 0
+                && let Some(pause) = self.insertion_pause
+            {
+                std::thread::sleep(pause);
             }
         }
         Ok(())

@@ -150,21 +150,30 @@ fn verdict_instructions(pairs: RawFd, sockets: RawFd) -> Vec<Instruction> {
 
 /// `bpf(command, attributes)`; the attributes are a `union bpf_attr` prefix.
 pub(crate) fn bpf<T>(command: libc::c_long, attributes: &mut T) -> io::Result<libc::c_long> {
-    // SAFETY: `attributes` is a live, writable, `repr(C)` prefix of `union bpf_attr` of
-    // exactly `size_of::<T>()` bytes; the kernel reads (and for a few commands writes)
-    // no more than the size it is given, and zero-fills nothing beyond it.
-    let result = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            command,
-            attributes as *mut T as *mut libc::c_void,
-            std::mem::size_of::<T>() as libc::c_uint,
-        )
-    };
-    if result < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(result)
+    // A signal (a stop and continue, say) interrupts a program load in the verifier
+    // (EAGAIN) or a map step (EINTR); every command here may simply be repeated.
+    let mut attempts = 0;
+    loop {
+        // SAFETY: `attributes` is a live, writable, `repr(C)` prefix of `union bpf_attr` of
+        // exactly `size_of::<T>()` bytes; the kernel reads (and for a few commands writes)
+        // no more than the size it is given, and zero-fills nothing beyond it.
+        let result = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                command,
+                attributes as *mut T as *mut libc::c_void,
+                std::mem::size_of::<T>() as libc::c_uint,
+            )
+        };
+        if result >= 0 {
+            return Ok(result);
+        }
+        let error = io::Error::last_os_error();
+        attempts += 1;
+        let interrupted = matches!(error.raw_os_error(), Some(libc::EINTR | libc::EAGAIN));
+        if !interrupted || attempts >= 8 {
+            return Err(error);
+        }
     }
 }
 

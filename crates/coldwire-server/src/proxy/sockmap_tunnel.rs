@@ -16,7 +16,10 @@
 //!   instead, counted as a fallback); the pair is inserted in place
 //!   ([`coldwire_io::sockmap::Sockmap::insert_pair_in_place`]): bytes already queued, or
 //!   arriving meanwhile, are forwarded by the kernel in order after a re-check of both
-//!   queues — the worker never writes payload itself, so nothing can overtake;
+//!   queues — the worker writes no payload itself, so nothing can overtake; except when
+//!   an end of stream arrives while the pair is half inserted: the program hands that
+//!   side's bytes up (its peer is not in the map yet) and the worker writes them to the
+//!   peer, provably in order ([`Worker::kernel_tunnel_passed`]);
 //! - end of stream: the kernel does not forward a FIN. A side's receive returns 0; the
 //!   worker waits until the peer socket has been given every byte redirected to it
 //!   (`delivered`, polled once per loop turn, at most 1 ms apart while a tunnel waits),
@@ -29,7 +32,7 @@
 use std::time::Duration;
 
 use coldwire_io::sockmap::{self, Sockmap, SplicedPair};
-use coldwire_io::{Backend, ConnectionId, Driver, Splice};
+use coldwire_io::{Backend, Buffer, Chunk, ConnectionId, Driver, Flush, Splice};
 
 use super::config::{DataPath, ProxyConfig};
 use super::state::{Client, ClientState, Peer};
@@ -38,6 +41,10 @@ use super::worker::{Step, Worker};
 /// The environment variable that makes the start-up probe refuse the sockmap, so the
 /// fallback can be tested on a machine where it works.
 pub const REFUSE_VARIABLE: &str = "COLDWIRE_SOCKMAP_REFUSE";
+
+/// The environment variable (milliseconds) that pauses each insertion between a pair's
+/// two sockets, so tests can make an end of stream arrive while a pair is half inserted.
+pub const INSERT_PAUSE_VARIABLE: &str = "COLDWIRE_SOCKMAP_INSERT_PAUSE_MS";
 
 /// How often a tunnel waiting to pass an end of stream on looks at its peer again.
 const END_POLL: Duration = Duration::from_millis(1);
@@ -140,7 +147,15 @@ impl<D: Driver> Worker<D> {
             let capacity = u32::try_from(self.config.runtime.max_connections)
                 .unwrap_or(u32::MAX)
                 .max(2);
-            let created = Sockmap::new(capacity);
+            let mut created = Sockmap::new(capacity);
+            if let (Ok(sockmap), Some(milliseconds)) = (
+                &mut created,
+                std::env::var(INSERT_PAUSE_VARIABLE)
+                    .ok()
+                    .and_then(|value| value.parse::<u64>().ok()),
+            ) {
+                sockmap.pause_between_insertions(Duration::from_millis(milliseconds));
+            }
             if let Err(error) = &created {
                 self.error_log.log(
                     crate::error_log::Level::Warn,
@@ -177,6 +192,61 @@ impl<D: Driver> Worker<D> {
         self.pass_kernel_ends(client)
     }
 
+    /// Bytes a kernel-spliced side handed to user space (side 0: the client's, 1: the
+    /// origin's). The program passes bytes up when their peer is not in the map: with the
+    /// low-water mark that holds bytes back during insertion, only an end of stream that
+    /// arrives while the pair is half inserted does that, and it hands up everything that
+    /// side will ever send — nothing was redirected before it and nothing follows. Closing
+    /// the tunnel then would lose them (seen under load: a client's whole request and its
+    /// end of stream, the tunnel closed with nothing delivered). They are written to the
+    /// peer instead, in order as long as the kernel has redirected nothing from that side
+    /// until they are all in the peer socket (checked before and after); otherwise, or if
+    /// they do not fit in the peer socket at once, the tunnel closes as before.
+    pub(super) fn kernel_tunnel_passed(
+        &mut self,
+        client: &mut Client,
+        side: usize,
+        buffer: Buffer,
+    ) -> Step {
+        let client_id = client.session.id;
+        let length = buffer.filled().len() as u64;
+        let Some(tunnel) = client.state.tunnel_mut() else {
+            self.driver.recycle(buffer);
+            return Step::Close;
+        };
+        let (Some(pair), Some(origin_id)) = (tunnel.kernel, tunnel.origin) else {
+            self.driver.recycle(buffer);
+            return Step::Close;
+        };
+        let (source, peer) = if side == 0 {
+            (client_id, origin_id)
+        } else {
+            (origin_id, client_id)
+        };
+        let nothing_redirected = |kernel: &KernelTunnels| match &kernel.sockmap {
+            Some(Some(sockmap)) => sockmap
+                .redirected(&pair, side)
+                .is_ok_and(|bytes| bytes == 0),
+            _ => false,
+        };
+        if !nothing_redirected(&self.kernel) {
+            // Bytes here could overtake (or be overtaken by) bytes the kernel moved.
+            self.driver.recycle(buffer);
+            return Step::Close;
+        }
+        let mut bytes = self.driver.take_vec();
+        bytes.extend_from_slice(buffer.filled());
+        self.driver.recycle(buffer);
+        self.driver.send(peer, Chunk::Owned(bytes));
+        if !matches!(self.driver.flush(peer), Flush::Done) || !nothing_redirected(&self.kernel) {
+            return Step::Close;
+        }
+        tunnel.passed[side] += length;
+        // Its end of stream (or more passed bytes) comes next.
+        self.driver.recv_eager(source);
+        Step::Keep
+    }
+
     /// Passes on each ended side whose bytes have all been delivered; closes the tunnel
     /// once both directions are done; otherwise looks again at the next loop turn.
     fn pass_kernel_ends(&mut self, client: &mut Client) -> Step {
@@ -195,7 +265,7 @@ impl<D: Driver> Worker<D> {
             let delivered = match (self.driver.splicer(), &self.kernel.sockmap) {
                 (Ok(splicer), Some(Some(sockmap))) => splicer
                     .lend_socket(peer)
-                    .and_then(|socket| sockmap.delivered(&pair, side, socket, 0)),
+                    .and_then(|socket| sockmap.delivered(&pair, side, socket, tunnel.passed[side])),
                 _ => return Step::Close,
             };
             match delivered {

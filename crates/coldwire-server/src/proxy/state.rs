@@ -210,6 +210,9 @@ pub struct Tunnel {
     /// Kernel-spliced: the client's (0) / origin's (1) direction ended and waits for its
     /// bytes to be delivered before its end of stream is passed on.
     pub ending: [bool; 2],
+    /// Kernel-spliced: bytes of each direction that the program handed to user space (an
+    /// end of stream while the pair was half inserted) and the worker wrote to the peer.
+    pub passed: [u64; 2],
 }
 
 /// What an upstream connection is doing.

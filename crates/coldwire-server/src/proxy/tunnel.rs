@@ -37,6 +37,7 @@ impl<D: Driver> Worker<D> {
             spliced_seen: 0,
             kernel: None,
             ending: [false; 2],
+            passed: [0; 2],
         });
         client.session.enter(&mut self.driver, Phase::Idle);
         let due = self.upstream_deadline();
@@ -183,9 +184,7 @@ impl<D: Driver> Worker<D> {
             .tunnel_mut()
             .is_some_and(|tunnel| tunnel.kernel.is_some())
         {
-            // The kernel takes every byte of a spliced pair: bytes here could overtake.
-            self.driver.recycle(buffer);
-            return Step::Close;
+            return self.kernel_tunnel_passed(client, 0, buffer);
         }
         let Some(origin_id) = client.state.origin() else {
             self.driver.recycle(buffer);
@@ -228,9 +227,8 @@ impl<D: Driver> Worker<D> {
             .tunnel_mut()
             .is_some_and(|tunnel| tunnel.kernel.is_some())
         {
-            // The kernel takes every byte of a spliced pair: bytes here could overtake.
-            self.driver.recycle(buffer);
-            self.put_client(client, Step::Close);
+            let step = self.kernel_tunnel_passed(&mut client, 1, buffer);
+            self.put_client(client, step);
             return;
         }
         let due = self.idle_deadline();

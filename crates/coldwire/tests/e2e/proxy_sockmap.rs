@@ -27,6 +27,7 @@ coldwire_testkit::backend_tests! {
     a_server_that_speaks_first_is_heard,
     an_origin_reset_mid_stream_ends_the_tunnel,
     map_entries_are_removed_before_close,
+    an_end_of_stream_while_half_inserted_loses_nothing,
     a_slow_reader_gets_every_byte,
     two_hundred_tunnels_at_once,
     a_dying_proxy_leaves_no_end_hanging,
@@ -198,11 +199,34 @@ fn tunnel(
     down: usize,
     slow: bool,
 ) -> Vec<u8> {
+    tunnel_with(proxy, origin, tag, (up, down), slow, Duration::ZERO)
+}
+
+/// [`tunnel`], the client sending only `delay` after the `200`.
+fn tunnel_after(
+    proxy: SocketAddr,
+    origin: &TunnelOrigin,
+    tag: u64,
+    (up, down): (usize, usize),
+    delay: Duration,
+) -> Vec<u8> {
+    tunnel_with(proxy, origin, tag, (up, down), false, delay)
+}
+
+fn tunnel_with(
+    proxy: SocketAddr,
+    origin: &TunnelOrigin,
+    tag: u64,
+    (up, down): (usize, usize),
+    slow: bool,
+    delay: Duration,
+) -> Vec<u8> {
     let mut stream = open(proxy, origin.address);
     stream.set_read_timeout(Some(HANG)).unwrap();
     stream.set_write_timeout(Some(HANG)).unwrap();
     let mut writer = stream.try_clone().unwrap();
     let sender = thread::spawn(move || {
+        thread::sleep(delay);
         let mut header = Vec::with_capacity(17);
         header.extend_from_slice(&tag.to_le_bytes());
         header.extend_from_slice(&(down as u64).to_le_bytes());
@@ -255,9 +279,14 @@ fn exact_tunnel(proxy: &Proxy, origin: &TunnelOrigin, up: usize, down: usize, sl
 fn exact_tunnel_at(proxy: SocketAddr, origin: &TunnelOrigin, up: usize, down: usize, slow: bool) {
     let tag = next_tag();
     let received = tunnel(proxy, origin, tag, up, down, slow);
+    check_tunnel(origin, tag, up, &received, down);
+}
+
+/// Every byte both ways, in order: what the client received and what the origin recorded.
+fn check_tunnel(origin: &TunnelOrigin, tag: u64, up: usize, received: &[u8], down: usize) {
     assert_eq!(received.len(), down, "tunnel {tag}: origin → client length");
     assert!(
-        sha256(&received) == sha256(&pattern(down, tag)),
+        sha256(received) == sha256(&pattern(down, tag)),
         "tunnel {tag}: origin → client bytes differ"
     );
     let (length, digest) = origin.received(tag);
@@ -386,6 +415,45 @@ fn map_entries_are_removed_before_close(backend: &str) {
             "{backend}: only {spliced} of 40 tunnels fit in the map"
         );
     }
+}
+
+/// A client that sends its whole request and its end of stream right after the `200`,
+/// while the proxy has inserted only the client's socket (the proxy pauses there, through
+/// `COLDWIRE_SOCKMAP_INSERT_PAUSE_MS`, as a busy machine may): the end of stream makes the
+/// program hand every client byte to the proxy, which must pass them on, not close the
+/// tunnel (it did: the origin never heard the request, the client got nothing and an end
+/// of stream — the flaky length mismatch of `map_entries_are_removed_before_close`).
+fn an_end_of_stream_while_half_inserted_loses_nothing(backend: &str) {
+    let origin = TunnelOrigin::start();
+    let port = origin.address.port().to_string();
+    let proxy = Proxy::start_with_env(
+        backend,
+        &[
+            "--connect-port",
+            &port,
+            "--data-path",
+            "sockmap",
+            "--admin",
+            "127.0.0.1:0",
+        ],
+        &[
+            ("COLDWIRE_SOCKMAP_REFUSE", "0"),
+            ("COLDWIRE_SOCKMAP_INSERT_PAUSE_MS", "300"),
+        ],
+    );
+    for _ in 0..3 {
+        // Sent 100 ms after the `200`: inside the pause, after the client's socket went in.
+        let tag = next_tag();
+        let received = tunnel_after(
+            proxy.address,
+            &origin,
+            tag,
+            (20_000, 30_000),
+            Duration::from_millis(100),
+        );
+        check_tunnel(&origin, tag, 20_000, &received, 30_000);
+    }
+    expect_counted(&proxy, backend, 3);
 }
 
 fn a_slow_reader_gets_every_byte(backend: &str) {
