@@ -19,7 +19,7 @@
 //!   queues — the worker writes no payload itself, so nothing can overtake; except when
 //!   an end of stream arrives while the pair is half inserted: the program hands that
 //!   side's bytes up (its peer is not in the map yet) and the worker writes them to the
-//!   peer, provably in order ([`Worker::kernel_tunnel_passed`]);
+//!   peer, provably in order (`kernel_tunnel_passed`);
 //! - end of stream: the kernel does not forward a FIN. A side's receive returns 0; the
 //!   worker waits until the peer socket has been given every byte redirected to it
 //!   (`delivered`, polled once per loop turn, at most 1 ms apart while a tunnel waits),

@@ -1,7 +1,8 @@
 //! `coldwire proxy --data-path sockmap`: CONNECT tunnels spliced in the kernel by a BPF
 //! sockmap, on every backend (`--io uring` refuses it by design and must fall back to
 //! splice, which these tests check too). Each known trap has its test: bytes queued before
-//! insertion (a server that speaks first), one side resetting with data in flight, map
+//! insertion (a server that speaks first), an end of stream while a pair is half inserted
+//! (the proxy pauses there), one side resetting with data in flight, map
 //! entries removed before close (a map as small as the connection limit serves many
 //! tunnels in a row), a slow reader, many tunnels at once, the proxy dying; and 1 MiB and
 //! 64 MiB tunnels both ways at once, compared by SHA-256. The fallback (forced with
