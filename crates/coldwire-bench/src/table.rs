@@ -513,10 +513,12 @@ fn notes(report: &BenchReport) -> String {
             format!("{} phases", starved.len())
         };
         note(format!(
-            "the generator waited for a CPU in {phases} (at worst {:.2} s of {:.1} s, {}): other \
+            "the generator waited for a CPU in {phases} (at worst {} of {}, {}): other \
              processes ran on its core, and missed slots and corrected latency include that; \
              run it on a core nothing else uses (--cpu)",
-            worst.1, worst.2, worst.0
+            short_seconds(worst.1),
+            short_seconds(worst.2),
+            worst.0
         ));
     }
     for (run, phase) in phases(report) {
@@ -579,6 +581,16 @@ pub fn format_report(report: &BenchReport) -> String {
     out
 }
 
+/// A span for a note: milliseconds below a second (a `-n` run's window can be a few ms),
+/// seconds with one or two decimals above.
+fn short_seconds(seconds: f64) -> String {
+    if seconds < 1.0 {
+        format!("{:.1} ms", seconds * 1000.0)
+    } else {
+        format!("{seconds:.2} s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -629,5 +641,12 @@ mod tests {
         let note = wrap(&"word ".repeat(40), 2);
         assert!(note.lines().count() > 2);
         assert!(note.lines().all(|line| line.chars().count() <= WIDTH));
+    }
+
+    #[test]
+    fn short_spans_read_in_milliseconds() {
+        assert_eq!(short_seconds(0.0096), "9.6 ms");
+        assert_eq!(short_seconds(0.031), "31.0 ms");
+        assert_eq!(short_seconds(2.5), "2.50 s");
     }
 }
