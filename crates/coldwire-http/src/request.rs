@@ -332,40 +332,7 @@ pub(crate) fn is_valid_host(value: &[u8]) -> bool {
 
 /// RFC 3986 reg-name: unreserved, sub-delims and `%HH` (also covers IPv4 addresses).
 fn is_reg_name(host: &[u8]) -> bool {
-    let mut index = 0;
-    while let Some(&byte) = host.get(index) {
-        if byte == b'%' {
-            let hex = host.get(index + 1..index + 3);
-            if !hex.is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit)) {
-                return false;
-            }
-            index += 3;
-            continue;
-        }
-        let allowed = byte.is_ascii_alphanumeric()
-            || matches!(
-                byte,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-            );
-        if !allowed {
-            return false;
-        }
-        index += 1;
-    }
-    true
+    crate::target::is_uri_text(host, |_| false)
 }
 
 impl<'b> RequestHead<'b> {

@@ -134,10 +134,19 @@ fn parse_absolute_form(target: &str) -> Result<Target<'_>, HttpError> {
 /// no autocorrection). A server answering for itself may be lenient (`coldwire serve`
 /// answers 404 for such paths).
 pub fn is_valid_target(target: &[u8]) -> bool {
+    is_uri_text(target, |byte| {
+        matches!(byte, b':' | b'@' | b'/' | b'?' | b'#' | b'[' | b']')
+    })
+}
+
+/// RFC 3986 text: unreserved characters, sub-delims, `%HH`, and the bytes `extra` allows
+/// (a target's `:` `@` `/` `?`; none for a reg-name). `%` not followed by two hex digits
+/// is refused.
+pub(crate) fn is_uri_text(text: &[u8], extra: impl Fn(u8) -> bool) -> bool {
     let mut index = 0;
-    while let Some(&byte) = target.get(index) {
+    while let Some(&byte) = text.get(index) {
         if byte == b'%' {
-            let hex = target.get(index + 1..index + 3);
+            let hex = text.get(index + 1..index + 3);
             if !hex.is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit)) {
                 return false;
             }
@@ -161,14 +170,8 @@ pub fn is_valid_target(target: &[u8]) -> bool {
                     | b','
                     | b';'
                     | b'='
-                    | b':'
-                    | b'@'
-                    | b'/'
-                    | b'?'
-                    | b'#'
-                    | b'['
-                    | b']'
-            );
+            )
+            || extra(byte);
         if !allowed {
             return false;
         }
