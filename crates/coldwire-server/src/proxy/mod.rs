@@ -40,6 +40,7 @@ mod limit;
 mod lookup;
 mod max_forwards;
 mod origin;
+mod own_address;
 pub mod policy;
 pub mod pool;
 pub mod problem;

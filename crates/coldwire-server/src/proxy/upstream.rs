@@ -20,6 +20,7 @@ use coldwire_io::{Driver, is_out_of_connections};
 use super::error::ExchangeError;
 use super::exchange::{CacheWork, ClientRequest, Exchange, ExchangeLog, RequestBody, Upstream};
 use super::head::write_upstream_request;
+use super::own_address::is_own_address;
 use super::resolver::Resolution;
 use super::route::{Destination, is_idempotent};
 use super::state::{Client, ClientState, Origin, OriginState};
@@ -160,6 +161,13 @@ impl<D: Driver> Worker<D> {
         exchange.upstream.address = Some(address);
         if let Some(line) = client.request_line.as_mut() {
             line.upstream = Some(address);
+        }
+        if is_own_address(&self.own_addresses, address) {
+            // The admin endpoint or the proxy itself: never through the proxy.
+            let refusal = ExchangeError::policy(Status::FORBIDDEN)
+                .because(ProblemKind::DestinationIpProhibited);
+            self.end_with_error(client, refusal);
+            return;
         }
         let pooled = if exchange.upstream.retried {
             None
