@@ -22,6 +22,7 @@
 mod access;
 pub mod acl;
 mod body;
+mod body_pace;
 mod cache_range;
 mod client;
 mod collapse;

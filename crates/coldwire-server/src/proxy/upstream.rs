@@ -85,11 +85,16 @@ impl<D: Driver> Worker<D> {
                 upstream_time: None,
             },
         });
-        // The client's timer now only guards against a silent origin (its own timer
-        // answers 504 first).
-        client.session.enter(&mut self.driver, Phase::Idle);
-        let due = self.upstream_deadline() + self.config.upstream_timeout;
-        client.session.set_deadline(&mut self.driver, due);
+        if has_body {
+            // The body must keep a minimum pace (`body_pace.rs`).
+            self.await_request_body(client);
+        } else {
+            // The client's timer now only guards against a silent origin (its own timer
+            // answers 504 first).
+            client.session.enter(&mut self.driver, Phase::Idle);
+            let due = self.upstream_deadline() + self.config.upstream_timeout;
+            client.session.set_deadline(&mut self.driver, due);
+        }
         self.resolve_for(client);
     }
 

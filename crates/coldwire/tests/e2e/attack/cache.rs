@@ -79,12 +79,19 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// A proxy in this mode for `origin`, with `args`.
+    /// A proxy in this mode for `origin`.
     pub fn start(self, backend: &str, origin: &ScriptedOrigin) -> Proxy {
-        match self {
-            Mode::Forward => Proxy::start(backend, &[]),
-            Mode::Reverse => Proxy::start(backend, &["--reverse", &origin.url("")]),
+        self.start_with(backend, origin, &[])
+    }
+
+    /// A proxy in this mode for `origin`, with `args`.
+    pub fn start_with(self, backend: &str, origin: &ScriptedOrigin, args: &[&str]) -> Proxy {
+        let reverse = origin.url("");
+        let mut all = args.to_vec();
+        if let Mode::Reverse = self {
+            all.extend(["--reverse", &reverse]);
         }
+        Proxy::start(backend, &all)
     }
 
     /// A GET for `path` that closes the connection after its answer.
