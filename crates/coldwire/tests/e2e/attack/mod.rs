@@ -2,13 +2,16 @@
 //! its fix. The real binaries on 127.0.0.1, driven with raw sockets, on every I/O backend:
 //! cache poisoning and deception (`cache.rs`), slow bodies and half-closes
 //! (`connection.rs`), forward-proxy abuse (`forward.rs`), what
-//! `coldwire serve` writes back (`serve.rs`).
+//! `coldwire serve` writes back (`serve.rs`), the admin listener under slow clients
+//! (`admin.rs`).
 
+mod admin;
 mod cache;
 mod connection;
 mod forward;
 mod serve;
 
+use admin::*;
 use cache::*;
 use connection::*;
 use forward::*;
@@ -22,4 +25,5 @@ coldwire_testkit::backend_tests! {
     an_upload_longer_than_the_upstream_timeout_is_not_cut,
     a_trickled_request_body_is_cut_at_its_pace_deadline,
     a_request_followed_by_a_half_close_is_answered,
+    a_slow_client_does_not_block_the_admin_endpoint,
 }
