@@ -106,3 +106,71 @@ impl Mode {
         )
     }
 }
+
+/// An address of this machine that is not loopback (`hostname -I`), if any.
+fn non_loopback_address() -> Option<String> {
+    let output = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .find(|address| address.contains('.') && !address.starts_with("127."))
+        .map(str::to_owned)
+}
+
+/// A reverse proxy open to the public (`--allow`) let any client `PURGE` any entry: one
+/// request per object empties the cache and sends every client to the origin. `PURGE` is
+/// now for loopback clients and `--purge-allow` networks only; others get `403` and the
+/// entry stays.
+pub fn purge_is_refused_to_clients_outside_the_purge_acl(backend: &str) {
+    let Some(address) = non_loopback_address() else {
+        println!("skipped: this machine has no non-loopback IPv4 address");
+        return;
+    };
+    let origin = ScriptedOrigin::start(poison_script);
+    let public = format!("{address}/32");
+    let reverse = origin.url("");
+    let request = |target: &str, method: &str| {
+        format!(
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            origin.address
+        )
+    };
+    let proxy = Proxy::start_on(
+        "0.0.0.0:0",
+        backend,
+        &["--allow", &public, "--reverse", &reverse],
+    );
+    let outside: std::net::SocketAddr = format!("{address}:{}", proxy.address.port())
+        .parse()
+        .expect("an address");
+    let loopback: std::net::SocketAddr = ([127, 0, 0, 1], proxy.address.port()).into();
+    let stored = raw_exchange(outside, request("/purge-me", "GET").as_bytes());
+    assert!(stored.contains("stored"), "{stored}");
+    let refused = raw_exchange(outside, request("/purge-me", "PURGE").as_bytes());
+    assert!(refused.starts_with("HTTP/1.1 403 "), "{refused}");
+    let hit = raw_exchange(outside, request("/purge-me", "GET").as_bytes());
+    assert!(hit.contains("; hit"), "{hit}");
+    let purged = raw_exchange(loopback, request("/purge-me", "PURGE").as_bytes());
+    assert!(purged.starts_with("HTTP/1.1 200 "), "{purged}");
+    // With --purge-allow, that network may purge too.
+    let proxy = Proxy::start_on(
+        "0.0.0.0:0",
+        backend,
+        &[
+            "--allow",
+            &public,
+            "--purge-allow",
+            &public,
+            "--reverse",
+            &reverse,
+        ],
+    );
+    let outside: std::net::SocketAddr = format!("{address}:{}", proxy.address.port())
+        .parse()
+        .expect("an address");
+    raw_exchange(outside, request("/purge-me-too", "GET").as_bytes());
+    let purged = raw_exchange(outside, request("/purge-me-too", "PURGE").as_bytes());
+    assert!(purged.starts_with("HTTP/1.1 200 "), "{purged}");
+}
