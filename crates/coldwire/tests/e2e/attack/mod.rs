@@ -24,6 +24,7 @@ coldwire_testkit::backend_tests! {
     a_directory_redirect_never_points_at_another_host,
     the_admin_endpoint_and_the_proxy_itself_are_not_destinations,
     an_upload_longer_than_the_upstream_timeout_is_not_cut,
+    an_origin_still_reading_the_request_body_is_not_timed_out,
     a_trickled_request_body_is_cut_at_its_pace_deadline,
     a_request_followed_by_a_half_close_is_answered,
     a_slow_client_does_not_block_the_admin_endpoint,
