@@ -8,6 +8,18 @@ use coldwire_testkit::scripted::{Reply, ScriptedOrigin, ScriptedRequest as Reque
 /// cookie, `/echo` reflects the request's body (an origin that reads a GET's body).
 fn poison_script(request: &Request) -> Reply {
     match request.path.as_str() {
+        "/mobile" => {
+            let page: &[u8] = if request.header("x-mobile") == Some("1") {
+                b"mobile page"
+            } else {
+                b"desktop page"
+            };
+            Reply::new(
+                "200 OK",
+                &[("Cache-Control", "max-age=600"), ("Vary", "X-Mobile")],
+                page,
+            )
+        }
         "/cookie" => Reply::new(
             "200 OK",
             &[
@@ -68,6 +80,34 @@ pub fn a_get_with_a_body_is_neither_stored_nor_answered_from_the_store(backend: 
         assert!(fat_again.ends_with("count=3"), "{mode:?}: {fat_again}");
         let hit = raw_exchange(proxy.address, plain.as_bytes());
         assert!(hit.contains("; hit") && hit.ends_with("count=2"), "{hit}");
+    }
+}
+
+/// Hop-by-hop cache poisoning: `Connection: X-Mobile` makes the proxy drop `X-Mobile`
+/// before forwarding, so the origin answers its desktop page (`Vary: X-Mobile`) — which
+/// was stored under the client's `X-Mobile: 1` and handed to every mobile client. The
+/// stored answer is now keyed on the fields the origin saw (none: the desktop variant), so
+/// a mobile client misses and gets its own page.
+pub fn a_field_stripped_as_hop_by_hop_does_not_key_the_stored_answer(backend: &str) {
+    let origin = ScriptedOrigin::start(poison_script);
+    for mode in [Mode::Forward, Mode::Reverse] {
+        let proxy = mode.start(backend, &origin);
+        let plain = mode.get(&origin, "/mobile");
+        let mobile = plain.replace(
+            "Connection: close\r\n",
+            "X-Mobile: 1\r\nConnection: close\r\n",
+        );
+        let attack = plain.replace(
+            "Connection: close\r\n",
+            "X-Mobile: 1\r\nConnection: X-Mobile, close\r\n",
+        );
+        let poisoned = raw_exchange(proxy.address, attack.as_bytes());
+        assert!(poisoned.ends_with("desktop page"), "{mode:?}: {poisoned}");
+        let victim = raw_exchange(proxy.address, mobile.as_bytes());
+        assert!(victim.ends_with("mobile page"), "{mode:?}: {victim}");
+        let desktop = raw_exchange(proxy.address, plain.as_bytes());
+        assert!(desktop.ends_with("desktop page"), "{mode:?}: {desktop}");
+        assert!(desktop.contains("; hit"), "{mode:?}: {desktop}");
     }
 }
 

@@ -199,7 +199,7 @@ fn start_slow_reading_origin() -> std::net::SocketAddr {
 
 /// A fast client's upload to an origin that reads it slowly: the proxy hands the body to
 /// the kernel at once (several hundred KiB wait in its send buffer) and the origin takes
-/// seconds to read it. `--upstream-timeout` (2 s) ran from the last byte the proxy
+/// seconds to read it. `--upstream-timeout` (3 s) ran from the last byte the proxy
 /// queued, so the origin — still reading — was answered `504`. The origin's timer now sees
 /// the kernel's queue for it shrinking (as the client write timeout does) and waits on.
 pub fn an_origin_still_reading_the_request_body_is_not_timed_out(backend: &str) {
@@ -207,9 +207,9 @@ pub fn an_origin_still_reading_the_request_body_is_not_timed_out(backend: &str) 
     let reverse = format!("http://{origin}");
     let proxy = coldwire_testkit::Proxy::start(
         backend,
-        &["--reverse", &reverse, "--upstream-timeout", "2s"],
+        &["--reverse", &reverse, "--upstream-timeout", "3s"],
     );
-    let length = 192 * 1024;
+    let length = 384 * 1024;
     let mut stream = TcpStream::connect(proxy.address).expect("connecting");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))

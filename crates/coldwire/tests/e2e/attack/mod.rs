@@ -21,6 +21,7 @@ coldwire_testkit::backend_tests! {
     a_response_with_set_cookie_is_never_stored_nor_handed_to_another_client,
     a_get_with_a_body_is_neither_stored_nor_answered_from_the_store,
     purge_is_refused_to_clients_outside_the_purge_acl,
+    a_field_stripped_as_hop_by_hop_does_not_key_the_stored_answer,
     a_directory_redirect_never_points_at_another_host,
     the_admin_endpoint_and_the_proxy_itself_are_not_destinations,
     an_upload_longer_than_the_upstream_timeout_is_not_cut,
