@@ -1,10 +1,11 @@
 //! Caching rules found wrong by the 2026-11-28 audit modelled on the cache-tests.fyi suite
 //! (`docs/conformance.md`): `Cache-Control` grammar (quoted strings, no whitespace around
-//! `=`, the first of repeated directives) and heuristic freshness of `public` responses.
+//! `=`, the first of repeated directives), heuristic freshness of `public` responses, and
+//! `no-cache` / `private` qualified with field names.
 //! Each test failed before its fix; the origin's answers are in `cache_tests_script`.
 
 use coldwire_testkit::scripted::{Reply, ScriptedOrigin, ScriptedRequest as Request};
-use coldwire_testkit::{Proxy, via_proxy};
+use coldwire_testkit::{Proxy, header, via_proxy};
 
 use super::cache_status;
 
@@ -22,6 +23,9 @@ fn second_is_hit(proxy: &Proxy, origin: &ScriptedOrigin, path: &str) -> (bool, S
 /// `public` 302 / 599 with `Last-Modified` a day old (`/public?CODE`, `/plain?CODE`).
 pub fn cache_tests_script(request: &Request) -> Reply {
     let (route, query) = request.path.split_once('?').unwrap_or((&request.path, ""));
+    if route == "/q" {
+        return qualified_reply(query, request.header("if-none-match").is_some());
+    }
     let lines: &[&str] = match query {
         "space-before" => &["max-age =3600"],
         "space-after" => &["max-age= 3600"],
@@ -48,6 +52,30 @@ pub fn cache_tests_script(request: &Request) -> Reply {
         }
     };
     Reply::new(code, &fields, b"cache-tests")
+}
+
+/// `/q?NAME`: a response whose `Cache-Control` qualifies `no-cache` or `private` with
+/// field names; `/q?304` is stale at once and its revalidation's 304 brings the qualifier.
+fn qualified_reply(query: &str, conditional: bool) -> Reply {
+    let control = match query {
+        "no-cache" => "no-cache=\"X-Secret, X-Other\", max-age=60",
+        "private" => "private=\"Set-Cookie\", max-age=60",
+        "essential" => "no-cache=\"ETag\", max-age=60",
+        _ if conditional => "no-cache=\"X-Secret\", max-age=60",
+        _ => "max-age=0",
+    };
+    let fields = [
+        ("Cache-Control", control),
+        ("ETag", "\"q\""),
+        ("X-Secret", "s"),
+        ("X-Other", "o"),
+        ("Set-Cookie", "id=1"),
+        ("X-Kept", "k"),
+    ];
+    if conditional {
+        return Reply::head("304 Not Modified", &fields);
+    }
+    Reply::new("200 OK", &fields, b"qualified")
 }
 
 /// RFC 9111 §5.2 (`token [ "=" ( token / quoted-string ) ]`) and §4.2.1: no whitespace
@@ -83,4 +111,43 @@ pub fn rfc9111_5_2_2_9_public_responses_are_heuristically_cacheable(backend: &st
         let (hit, head) = second_is_hit(&proxy, &origin, &format!("/plain?{code}"));
         assert!(!hit, "{code} without public: {head}");
     }
+}
+
+/// RFC 9111 §5.2.2.4 and §5.2.2.7: `no-cache="X-Secret, X-Other"` and
+/// `private="Set-Cookie"` restrict only the fields named: the response is stored and
+/// served fresh without them (the first client, answered by the origin, gets them all).
+/// Naming a field the cache reads (`no-cache="ETag"`) counts as plain `no-cache`. A 304
+/// whose `Cache-Control` qualifies a field drops it from the refreshed entry.
+pub fn rfc9111_5_2_2_4_qualified_no_cache_and_private_drop_only_those_fields(backend: &str) {
+    let origin = ScriptedOrigin::start(cache_tests_script);
+    let proxy = Proxy::start(backend, &[]);
+    for (query, dropped) in [
+        ("no-cache", &["x-secret", "x-other"][..]),
+        ("private", &["set-cookie"][..]),
+    ] {
+        let path = format!("/q?{query}");
+        let (_, first, _) = via_proxy(&proxy, &[], &origin.url(&path));
+        assert!(
+            dropped.iter().all(|name| header(&first, name).is_some()),
+            "{first}"
+        );
+        let (_, head, body) = via_proxy(&proxy, &[], &origin.url(&path));
+        assert_eq!(origin.requests("GET", &path), 1, "{query}: {head}");
+        assert_eq!(body, b"qualified");
+        assert!(cache_status(&head).contains("; hit"), "{head}");
+        for name in dropped {
+            assert_eq!(header(&head, name), None, "{query}: {head}");
+        }
+        assert_eq!(header(&head, "x-kept"), Some("k"), "{head}");
+    }
+    let (hit, head) = second_is_hit(&proxy, &origin, "/q?essential");
+    assert!(!hit, "{head}");
+    // Stale at once; the revalidation's 304 carries `no-cache="X-Secret"`.
+    via_proxy(&proxy, &[], &origin.url("/q?304"));
+    let (status, head, _) = via_proxy(&proxy, &[], &origin.url("/q?304"));
+    assert_eq!((status, header(&head, "x-secret")), (200, None), "{head}");
+    let (_, head, _) = via_proxy(&proxy, &[], &origin.url("/q?304"));
+    assert!(cache_status(&head).contains("; hit"), "{head}");
+    assert_eq!(header(&head, "x-secret"), None, "{head}");
+    assert_eq!(origin.requests("GET", "/q?304"), 2);
 }

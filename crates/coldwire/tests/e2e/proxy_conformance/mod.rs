@@ -5,8 +5,8 @@
 //! unsafe methods, `HEAD` and `304` freshening, targeted cache-control fields, conditional
 //! requests answered from the cache, serving stale content when the origin is gone, and
 //! the message rules of `messages.rs` (`Max-Forwards`, 204 framing, status range, `OPTIONS *`,
-//! unknown expectations), and the `Cache-Control` grammar and `public` heuristics of
-//! `cache_tests.rs`.
+//! unknown expectations), and the `Cache-Control` grammar, `public` heuristics and
+//! qualified `no-cache` / `private` of `cache_tests.rs`.
 
 mod cache_tests;
 mod messages;
@@ -47,6 +47,7 @@ coldwire_testkit::backend_tests! {
     rfc9112_6_1_transfer_codings_other_than_chunked_from_an_origin_are_502,
     rfc9111_5_2_cache_control_grammar,
     rfc9111_5_2_2_9_public_responses_are_heuristically_cacheable,
+    rfc9111_5_2_2_4_qualified_no_cache_and_private_drop_only_those_fields,
 }
 
 fn cache_status(head: &str) -> &str {
