@@ -1,7 +1,8 @@
 //! Caching rules found wrong by the 2026-11-28 audit modelled on the cache-tests.fyi suite
 //! (`docs/conformance.md`): `Cache-Control` grammar (quoted strings, no whitespace around
 //! `=`, the first of repeated directives), heuristic freshness of `public` responses, and
-//! `no-cache` / `private` qualified with field names.
+//! `no-cache` / `private` qualified with field names, `Vary` values compared without the
+//! whitespace next to commas.
 //! Each test failed before its fix; the origin's answers are in `cache_tests_script`.
 
 use coldwire_testkit::scripted::{Reply, ScriptedOrigin, ScriptedRequest as Request};
@@ -23,6 +24,10 @@ fn second_is_hit(proxy: &Proxy, origin: &ScriptedOrigin, path: &str) -> (bool, S
 /// `public` 302 / 599 with `Last-Modified` a day old (`/public?CODE`, `/plain?CODE`).
 pub fn cache_tests_script(request: &Request) -> Reply {
     let (route, query) = request.path.split_once('?').unwrap_or((&request.path, ""));
+    if route == "/vary" {
+        let fields = [("Cache-Control", "max-age=60"), ("Vary", "Foo")];
+        return Reply::new("200 OK", &fields, b"varied");
+    }
     if route == "/q" {
         return qualified_reply(query, request.header("if-none-match").is_some());
     }
@@ -150,4 +155,21 @@ pub fn rfc9111_5_2_2_4_qualified_no_cache_and_private_drop_only_those_fields(bac
     assert!(cache_status(&head).contains("; hit"), "{head}");
     assert_eq!(header(&head, "x-secret"), None, "{head}");
     assert_eq!(origin.requests("GET", "/q?304"), 2);
+}
+
+/// RFC 9111 §4.1: selecting values match after adding or removing whitespace where the
+/// syntax allows it (next to a list's commas) and after combining field lines: `1,2`,
+/// `1 , 2` and two lines `1` and `2` select one stored response; `2,1` does not.
+pub fn rfc9111_4_1_vary_ignores_whitespace_next_to_commas(backend: &str) {
+    let origin = ScriptedOrigin::start(cache_tests_script);
+    let proxy = Proxy::start(backend, &[]);
+    let url = origin.url("/vary");
+    via_proxy(&proxy, &["-H", "Foo: 1,2"], &url);
+    for same in [&["-H", "Foo: 1 , 2"][..], &["-H", "Foo: 1", "-H", "Foo: 2"]] {
+        let (_, head, _) = via_proxy(&proxy, same, &url);
+        assert!(cache_status(&head).contains("; hit"), "{same:?}: {head}");
+    }
+    let (_, head, _) = via_proxy(&proxy, &["-H", "Foo: 2,1"], &url);
+    assert!(cache_status(&head).contains("fwd=vary-miss"), "{head}");
+    assert_eq!(origin.requests("GET", "/vary"), 2);
 }
