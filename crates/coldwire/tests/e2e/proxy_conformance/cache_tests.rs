@@ -2,10 +2,12 @@
 //! (`docs/conformance.md`): `Cache-Control` grammar (quoted strings, no whitespace around
 //! `=`, the first of repeated directives), heuristic freshness of `public` responses, and
 //! `no-cache` / `private` qualified with field names, `Vary` values compared without the
-//! whitespace next to commas.
+//! whitespace next to commas, `If-Range` dates on hits.
 //! Each test failed before its fix; the origin's answers are in `cache_tests_script`.
 
-use coldwire_testkit::scripted::{Reply, ScriptedOrigin, ScriptedRequest as Request};
+use coldwire_testkit::scripted::{
+    Reply, ScriptedOrigin, ScriptedRequest as Request, date_from_now,
+};
 use coldwire_testkit::{Proxy, header, via_proxy};
 
 use super::cache_status;
@@ -27,6 +29,21 @@ pub fn cache_tests_script(request: &Request) -> Reply {
     if route == "/vary" {
         let fields = [("Cache-Control", "max-age=60"), ("Vary", "Foo")];
         return Reply::new("200 OK", &fields, b"varied");
+    }
+    if route == "/ranged" {
+        // `?same-second`: Last-Modified is the Date (a weak validator); else a day older.
+        let date = date_from_now(0);
+        let modified = if query == "same-second" {
+            date.clone()
+        } else {
+            date_from_now(-86_400)
+        };
+        let fields = [
+            ("Cache-Control", "max-age=60"),
+            ("Date", &date),
+            ("Last-Modified", &modified),
+        ];
+        return Reply::new("200 OK", &fields, b"0123456789");
     }
     if route == "/q" {
         return qualified_reply(query, request.header("if-none-match").is_some());
@@ -172,4 +189,28 @@ pub fn rfc9111_4_1_vary_ignores_whitespace_next_to_commas(backend: &str) {
     let (_, head, _) = via_proxy(&proxy, &["-H", "Foo: 2,1"], &url);
     assert!(cache_status(&head).contains("fwd=vary-miss"), "{head}");
     assert_eq!(origin.requests("GET", "/vary"), 2);
+}
+
+/// RFC 9110 §13.1.5 and §8.8.2.2: on a hit, an `If-Range` date selects the range only if
+/// it equals a *strong* stored `Last-Modified` — one at least a second before the entry's
+/// `Date`. A `Last-Modified` in the same second as `Date` is weak: the whole 200.
+pub fn rfc9110_13_1_5_if_range_dates_need_a_strong_last_modified(backend: &str) {
+    let origin = ScriptedOrigin::start(cache_tests_script);
+    let proxy = Proxy::start(backend, &[]);
+    for (query, expected) in [("strong", 206), ("same-second", 200)] {
+        let path = format!("/ranged?{query}");
+        let (_, first, _) = via_proxy(&proxy, &[], &origin.url(&path));
+        let modified = header(&first, "last-modified").expect("a Last-Modified");
+        let if_range = format!("If-Range: {modified}");
+        let (status, head, body) =
+            via_proxy(&proxy, &["-r", "0-1", "-H", &if_range], &origin.url(&path));
+        assert_eq!(status, expected, "{query}: {head}");
+        let whole: &[u8] = if expected == 206 {
+            b"01"
+        } else {
+            b"0123456789"
+        };
+        assert_eq!(body, whole, "{query}");
+        assert!(cache_status(&head).contains("; hit"), "{head}");
+    }
 }
