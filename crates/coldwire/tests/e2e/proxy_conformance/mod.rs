@@ -6,8 +6,8 @@
 //! requests answered from the cache, serving stale content when the origin is gone, and
 //! the message rules of `messages.rs` (`Max-Forwards`, 204 framing, status range, `OPTIONS *`,
 //! unknown expectations), and the `Cache-Control` grammar, `public` heuristics and
-//! qualified `no-cache` / `private`, `Vary` whitespace and `If-Range` dates of
-//! `cache_tests.rs`.
+//! qualified `no-cache` / `private`, `Vary` whitespace, `If-Range` dates and targeted
+//! argument types of `cache_tests.rs`.
 
 mod cache_tests;
 mod messages;
@@ -51,6 +51,7 @@ coldwire_testkit::backend_tests! {
     rfc9111_5_2_2_4_qualified_no_cache_and_private_drop_only_those_fields,
     rfc9111_4_1_vary_ignores_whitespace_next_to_commas,
     rfc9110_13_1_5_if_range_dates_need_a_strong_last_modified,
+    rfc9213_2_1_targeted_arguments_of_the_wrong_type_are_not_consumed,
 }
 
 fn cache_status(head: &str) -> &str {
