@@ -145,9 +145,8 @@ fuzz_target!(|data: &[u8]| {
         let expected = Some(seconds.min(DELTA_SECONDS_MAX));
         let plain = format!("max-age={seconds}");
         assert_eq!(CacheControl::parse([plain.as_bytes()]).max_age, expected);
-        let quoted = format!(
-            "ext=\"max-age=1, x\", public, Max-Age=\"{seconds}\" ,private, max-age=7"
-        );
+        let quoted =
+            format!("ext=\"max-age=1, x\", public, Max-Age=\"{seconds}\" ,private, max-age=7");
         assert_eq!(CacheControl::parse([quoted.as_bytes()]).max_age, expected);
     }
 });
