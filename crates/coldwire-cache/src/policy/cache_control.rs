@@ -95,6 +95,24 @@ impl CacheControl {
         CacheControl::parse_with(values, true)
     }
 
+    /// Parses a request's `Cache-Control` values: as [`CacheControl::parse`], except that a
+    /// `no-cache` with an argument (not defined for requests) is a plain `no-cache`, never
+    /// a qualified one.
+    pub fn parse_request<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
+        let mut directives = CacheControl::default();
+        for value in values {
+            for member in members(value) {
+                let (name, argument) = directive(member);
+                if name.eq_ignore_ascii_case(b"no-cache") {
+                    directives.no_cache = true;
+                } else {
+                    directives.apply(name, argument);
+                }
+            }
+        }
+        directives
+    }
+
     fn parse_with<'a>(values: impl IntoIterator<Item = &'a [u8]>, targeted: bool) -> CacheControl {
         let mut directives = CacheControl::default();
         for value in values {
@@ -314,6 +332,13 @@ mod tests {
         let essential = CacheControl::parse([&b"no-cache=\"x, ETag\", private=\"Date\""[..]]);
         assert!(essential.no_cache && essential.private && !essential.qualified);
         assert!(qualified_fields([&b"no-cache=\"x, ETag\""[..]], false).is_empty());
+    }
+
+    #[test]
+    fn a_request_no_cache_with_an_argument_is_plain_no_cache() {
+        let request = CacheControl::parse_request([&b"no-cache=\"x\", max-age=5"[..]]);
+        assert!(request.no_cache && !request.qualified);
+        assert_eq!(request.max_age, Some(5));
     }
 
     #[test]

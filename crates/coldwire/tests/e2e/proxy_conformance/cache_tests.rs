@@ -120,6 +120,7 @@ fn qualified_reply(query: &str, conditional: bool) -> Reply {
 /// around `=` (`max-age =3600` is another directive, `max-age= 3600` a malformed value:
 /// neither gives a lifetime); commas and directives inside a quoted string are not
 /// directives; a directive repeated, in one line or two, counts by its first occurrence.
+/// A request's `no-cache="x"` is a plain `no-cache`.
 pub fn rfc9111_5_2_cache_control_grammar(backend: &str) {
     let origin = ScriptedOrigin::start(cache_tests_script);
     let proxy = Proxy::start(backend, &[]);
@@ -135,6 +136,10 @@ pub fn rfc9111_5_2_cache_control_grammar(backend: &str) {
         let (hit, head) = second_is_hit(&proxy, &origin, &format!("/cc?{query}"));
         assert_eq!(hit, stored_and_fresh, "{query}: {head}");
     }
+    // A request's `no-cache` with an argument is still `no-cache` (§5.2.1.4 defines none).
+    let no_cache = ["-H", "Cache-Control: no-cache=\"x\""];
+    let (_, head, _) = via_proxy(&proxy, &no_cache, &origin.url("/cc?first-fresh"));
+    assert!(cache_status(&head).contains("fwd=request"), "{head}");
 }
 
 /// RFC 9111 §5.2.2.9: a `public` response without explicit freshness is heuristically
