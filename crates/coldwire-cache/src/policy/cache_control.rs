@@ -90,7 +90,8 @@ impl CacheControl {
     /// Parses the values of a targeted field (RFC 9213), already known to be a Structured
     /// Field Dictionary: arguments of another type than their directive implies are not
     /// consumed (`max-age="60"`, `max-age=1.5`: no `max-age`), `?0` is absent, parameters
-    /// are dropped (`directive_list::typed_argument`).
+    /// are dropped (`directive_list::typed_argument`), and a repeated key counts by its last
+    /// occurrence, as in any Dictionary.
     pub fn parse_targeted<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
         CacheControl::parse_with(values, true)
     }
@@ -115,17 +116,26 @@ impl CacheControl {
 
     fn parse_with<'a>(values: impl IntoIterator<Item = &'a [u8]>, targeted: bool) -> CacheControl {
         let mut directives = CacheControl::default();
+        if targeted {
+            // A Structured Field Dictionary: the last value of a key wins (RFC 8941
+            // §4.2.2), across lines too; a value of the wrong type still hides earlier ones.
+            let all: Vec<&[u8]> = values.into_iter().flat_map(members).collect();
+            let mut seen: Vec<&[u8]> = Vec::with_capacity(all.len());
+            for member in all.iter().rev() {
+                let (name, argument) = directive(member);
+                if seen.contains(&name) {
+                    continue;
+                }
+                seen.push(name);
+                if let Some(argument) = typed_argument(name, argument) {
+                    directives.apply(name, argument);
+                }
+            }
+            return directives;
+        }
         for value in values {
             for member in members(value) {
                 let (name, argument) = directive(member);
-                let argument = if targeted {
-                    match typed_argument(name, argument) {
-                        Some(argument) => argument,
-                        None => continue,
-                    }
-                } else {
-                    argument
-                };
                 directives.apply(name, argument);
             }
         }
@@ -352,6 +362,10 @@ mod tests {
         let typed = CacheControl::parse_targeted([&b"max-age=60;x=1, must-revalidate=?1"[..]]);
         assert_eq!(typed.max_age, Some(60));
         assert!(typed.must_revalidate);
+        // Dictionary keys: the last occurrence wins, across lines too.
+        let last =
+            CacheControl::parse_targeted([&b"max-age=5, no-store"[..], b"max-age=60, no-store=?0"]);
+        assert_eq!((last.max_age, last.no_store), (Some(60), false));
     }
 
     proptest! {
