@@ -426,7 +426,11 @@ mod tests {
         socket
             .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
             .unwrap();
-        assert_eq!(listen_queue_limit(socket.as_raw_fd()), None, "not listening yet");
+        assert_eq!(
+            listen_queue_limit(socket.as_raw_fd()),
+            None,
+            "not listening yet"
+        );
         socket.listen(37).unwrap();
         assert_eq!(listen_queue_limit(socket.as_raw_fd()), Some(38));
     }

@@ -14,11 +14,23 @@
 //! stalls while a second crowd, more than the room left, waits in the listen queue. After
 //! every later turn the sockets the driver holds (open connections plus accepted ones
 //! waiting for a slot) stay within the limit, and the clients that fit are all accepted.
+//!
+//! And as the proxy runs it (`reserve_upstream`, the default accept batch): every client's
+//! request opens an upstream connection, so each client taken costs two slots. After the
+//! stall the driver takes only the clients whose upstream connections fit too: every
+//! request that came in is forwarded (none refused for want of a slot), and the sockets
+//! held stay within the limit (with one slot counted per client, a stall at 60 open
+//! connections let 60 clients in and their 45 requests' upstream connections brought the
+//! sockets held to 165 of 150).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use coldwire_io::{Backend, Completion, Driver, DriverConfig, UringOptions, WithDriver};
+use std::io::Write;
+
+use coldwire_io::{
+    Backend, Completion, Driver, DriverConfig, UringOptions, WithDriver, is_out_of_connections,
+};
 use socket2::{Domain, Socket, Type};
 
 /// The connection limit.
@@ -172,4 +184,150 @@ fn poll_takes_no_more_from_a_full_queue_than_fits() {
 #[test]
 fn select_takes_no_more_from_a_full_queue_than_fits() {
     check(Backend::Select);
+}
+
+/// What the proxy-like loop saw.
+#[derive(Debug, Default)]
+struct ProxyOutcome {
+    /// Requests whose upstream connection was opened.
+    forwarded: usize,
+    /// Requests refused for want of a slot (the proxy's 503s).
+    refused: usize,
+    most_held: u64,
+}
+
+/// Clients (each with its upstream connection) before the stall.
+const PROXIED_FIRST: usize = 30;
+/// Clients queued during the stall: more than the room left holds with their upstreams.
+const PROXIED_SECOND: usize = 60;
+
+struct ProxyStall;
+
+impl ProxyStall {
+    /// Runs turns as the proxy would until `forwarded` reaches `until` (or 10 s pass),
+    /// then five more.
+    fn turns<D: Driver>(
+        driver: &mut D,
+        origin: SocketAddr,
+        outcome: &mut ProxyOutcome,
+        until: usize,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut extra = 5;
+        while extra > 0 && Instant::now() < deadline {
+            if outcome.forwarded >= until {
+                extra -= 1;
+            }
+            driver.wait(Some(Duration::from_millis(10))).unwrap();
+            while let Some(completion) = driver.next_completion() {
+                match completion {
+                    Completion::Accepted { connection, .. } => driver.recv(connection),
+                    Completion::Received { connection, buffer } => {
+                        driver.recycle(buffer);
+                        match driver.connect(origin) {
+                            Ok(_) => outcome.forwarded += 1,
+                            Err(error) => {
+                                assert!(is_out_of_connections(&error), "{error}");
+                                outcome.refused += 1;
+                                driver.close(connection);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let counters = driver.counters();
+            outcome.most_held = outcome
+                .most_held
+                .max(counters.open_connections + counters.accept_backlog);
+        }
+    }
+
+    fn crowd(address: SocketAddr, clients: usize) -> Vec<TcpStream> {
+        (0..clients)
+            .map(|_| {
+                let mut client = TcpStream::connect(address).unwrap();
+                client.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+                client
+            })
+            .collect()
+    }
+}
+
+impl WithDriver for ProxyStall {
+    type Output = ProxyOutcome;
+
+    fn run<D: Driver + Send + 'static>(self, mut driver: D) -> ProxyOutcome {
+        let (server, address) = listener();
+        driver.listen(server).unwrap();
+        let (origin, origin_address) = listener();
+        let mut outcome = ProxyOutcome::default();
+        let mut clients = Self::crowd(address, PROXIED_FIRST);
+        Self::turns(&mut driver, origin_address, &mut outcome, PROXIED_FIRST);
+        assert_eq!(outcome.forwarded, PROXIED_FIRST, "{outcome:?}");
+        // The stall: the second crowd queues, with its requests, while the loop waits.
+        clients.extend(Self::crowd(address, PROXIED_SECOND));
+        std::thread::sleep(Duration::from_millis(50));
+        let fit = (LIMIT - 2 * PROXIED_FIRST) / 2;
+        Self::turns(
+            &mut driver,
+            origin_address,
+            &mut outcome,
+            PROXIED_FIRST + fit,
+        );
+        drop(clients);
+        drop(origin);
+        outcome
+    }
+}
+
+fn check_proxy(backend: Backend) {
+    if !coldwire_io::backend::test_can_run(backend) {
+        return;
+    }
+    let config = DriverConfig {
+        max_connections: LIMIT,
+        reserve_upstream: true,
+        ..DriverConfig::default()
+    };
+    let outcome = backend
+        .dispatch(&config, UringOptions::default(), ProxyStall)
+        .unwrap();
+    assert!(
+        outcome.most_held <= LIMIT as u64,
+        "{backend}: clients and upstream connections held more sockets than the limit: \
+         {outcome:?}"
+    );
+    assert_eq!(outcome.refused, 0, "{backend}: {outcome:?}");
+    assert_eq!(
+        outcome.forwarded,
+        PROXIED_FIRST + (LIMIT - 2 * PROXIED_FIRST) / 2,
+        "{backend}: the clients that fit with their upstream connections were not all \
+         served: {outcome:?}"
+    );
+}
+
+#[test]
+fn uring_takes_only_the_clients_whose_upstreams_fit() {
+    check_proxy(Backend::Uring);
+}
+
+#[test]
+fn uring_poll_takes_only_the_clients_whose_upstreams_fit() {
+    check_proxy(Backend::UringPoll);
+}
+
+#[test]
+fn epoll_takes_only_the_clients_whose_upstreams_fit() {
+    check_proxy(Backend::Epoll);
+}
+
+#[test]
+fn poll_takes_only_the_clients_whose_upstreams_fit() {
+    check_proxy(Backend::Poll);
+}
+
+#[test]
+fn select_takes_only_the_clients_whose_upstreams_fit() {
+    check_proxy(Backend::Select);
 }

@@ -109,13 +109,25 @@ impl UringDriver {
                 .user_data(user_data(Kind::Accept, index, SINGLE_SHOT));
             self.push_plain(entry);
         }
+        if allowance == 0 && singles_armed == 0 {
+            // Accepting stops here, at the limit or short of it (the slots kept for
+            // upstream connections): counted once per stop, as the gate's pauses are.
+            if !self.accept_stopped {
+                self.accept_stopped = true;
+                self.note_limit();
+            }
+        } else {
+            self.accept_stopped = false;
+        }
     }
 
-    /// Descriptors the driver may still take from the listen queues: the room for new
-    /// clients less the accepted sockets already waiting for a slot (each holds a
-    /// descriptor).
+    /// Connections the driver may still take from the listen queues: the room for new
+    /// clients less what the accepted sockets already waiting for a slot will take (each
+    /// holds a descriptor), counting with `reserve_upstream` two slots per client — its
+    /// own and its request's upstream connection — as `room` does for clients adopted.
     fn accept_allowance(&self) -> usize {
-        self.room().saturating_sub(self.backlog.len())
+        let per_client = if self.config.reserve_upstream { 2 } else { 1 };
+        self.room().saturating_sub(per_client * self.backlog.len()) / per_client
     }
 
     /// The listen queues' lengths added up: what the multishot accepts may take at once.
@@ -296,7 +308,7 @@ impl UringDriver {
         self.config.reserve_upstream
             && self.last_turn_accepts + self.turn_accepts > 0
             && self.connections.len() < self.config.max_connections
-            && (self.accepting.is_paused() || !self.backlog.is_empty())
+            && (self.accepting.is_paused() || !self.backlog.is_empty() || self.accept_stopped)
     }
 
     /// Accepting stopped at the limit: counted as a pause, and as a hold when only the

@@ -182,6 +182,9 @@ pub struct UringDriver {
     /// The turn's accept batch is used up: the armed accepts were cancelled and what the
     /// kernel accepted meanwhile waits in the backlog until the next turn.
     pub(super) accept_throttled: bool,
+    /// Single-shot accepting found no room (`accept.rs`): counted as a pause (and a hold
+    /// short of the limit) once until accepts are armed again.
+    pub(super) accept_stopped: bool,
     pub(super) timers: ConnectionTimers,
     pub(super) buffers: BufferPool,
     pub(super) output_pools: OutputPools,
@@ -293,6 +296,7 @@ impl UringDriver {
             turn_accepts: 0,
             last_turn_accepts: 0,
             accept_throttled: false,
+            accept_stopped: false,
             output_pools: OutputPools::default(),
             send_pool: Vec::new(),
             completions: VecDeque::new(),
