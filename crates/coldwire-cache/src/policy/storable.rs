@@ -5,7 +5,9 @@
 //! lifetime (`max-age`, `s-maxage`, or — unless a targeted field rules — `Expires`); only
 //! the heuristically cacheable codes are stored without one; `304` is never stored (it
 //! updates stored responses, §4.3.4) and `1xx` never; `must-understand` stores only codes
-//! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3).
+//! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3). A response
+//! carrying `Set-Cookie` is never stored (stricter than RFC 9111, as nginx and Varnish):
+//! a shared cache would hand one client's cookie to every client.
 
 use crate::policy::cache_control::CacheControl;
 use crate::policy::targeted::{NO_TARGETS, Targets};
@@ -87,6 +89,11 @@ pub fn storability_targeted(
     if directives.private {
         return Storability::No("private");
     }
+    if response.get("set-cookie").is_some() {
+        // One client's cookie must not be handed to every client that hits the entry
+        // (session fixation, a session leak): nginx and Varnish refuse to store these too.
+        return Storability::No("set-cookie");
+    }
     if request_has_authorization
         && !(directives.public || directives.s_maxage.is_some() || directives.must_revalidate)
     {
@@ -132,6 +139,16 @@ mod tests {
             Storability::No("private")
         );
         assert_eq!(store(&[("Vary", "*")], 200), Storability::No("vary-star"));
+        assert_eq!(
+            store(
+                &[
+                    ("Cache-Control", "public, max-age=60"),
+                    ("Set-Cookie", "s=1")
+                ],
+                200
+            ),
+            Storability::No("set-cookie")
+        );
         assert_eq!(store(&[], 302), Storability::No("status"));
         assert_eq!(
             store(&[("Cache-Control", "max-age=9")], 302),
