@@ -3,7 +3,9 @@
 //!
 //! Invariants: any final status code may be stored when the response gives an explicit
 //! lifetime (`max-age`, `s-maxage`, or — unless a targeted field rules — `Expires`); only
-//! the heuristically cacheable codes are stored without one; `304` is never stored (it
+//! the heuristically cacheable codes, and any code marked `public` (RFC 9111 §5.2.2.9: a
+//! `public` response without explicit freshness is heuristically cacheable), are stored
+//! without one; `304` is never stored (it
 //! updates stored responses, §4.3.4) and `1xx` never; `must-understand` stores only codes
 //! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3). A response
 //! carrying `Set-Cookie` is never stored (stricter than RFC 9111, as nginx and Varnish):
@@ -105,7 +107,7 @@ pub fn storability_targeted(
     let explicit = directives.max_age.is_some()
         || directives.s_maxage.is_some()
         || (!ruling.targeted && response.get("expires").is_some());
-    if !(explicit || is_heuristically_cacheable(status)) {
+    if !(explicit || directives.public || is_heuristically_cacheable(status)) {
         return Storability::No("status");
     }
     Storability::Store
@@ -193,11 +195,14 @@ mod tests {
                 );
             }
         }
-        // `public` alone gives no lifetime: only heuristically cacheable codes.
-        assert_eq!(
-            store(&[("Cache-Control", "public")], 500),
-            Storability::No("status")
-        );
+        // RFC 9111 §5.2.2.9: `public` without a lifetime makes any code heuristically
+        // cacheable.
+        for status in [299, 302, 500, 599] {
+            assert_eq!(
+                store(&[("Cache-Control", "public")], status),
+                Storability::Store
+            );
+        }
         assert_eq!(
             store(&[("Cache-Control", "public")], 404),
             Storability::Store

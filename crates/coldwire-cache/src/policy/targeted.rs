@@ -60,19 +60,23 @@ impl Targets {
     /// The directives ruling `response` for this cache: the first targeted field with a
     /// valid non-empty value, else `Cache-Control`.
     pub fn directives(&self, response: &Fields) -> ResponseDirectives {
+        let (values, targeted) = self.ruling_values(response);
+        ResponseDirectives {
+            control: CacheControl::parse(values),
+            targeted,
+        }
+    }
+
+    /// The values of the field whose directives rule `response` (see
+    /// [`Targets::directives`]), and whether it is a targeted one.
+    pub fn ruling_values<'a>(&self, response: &'a Fields) -> (Vec<&'a [u8]>, bool) {
         for name in &self.names {
             let values: Vec<&[u8]> = response.values(name).collect();
             if !values.is_empty() && values.iter().all(|value| is_dictionary(value)) {
-                return ResponseDirectives {
-                    control: CacheControl::parse(values),
-                    targeted: true,
-                };
+                return (values, true);
             }
         }
-        ResponseDirectives {
-            control: CacheControl::parse(response.values("cache-control")),
-            targeted: false,
-        }
+        (response.values("cache-control").collect(), false)
     }
 }
 

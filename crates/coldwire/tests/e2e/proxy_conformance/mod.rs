@@ -5,11 +5,15 @@
 //! unsafe methods, `HEAD` and `304` freshening, targeted cache-control fields, conditional
 //! requests answered from the cache, serving stale content when the origin is gone, and
 //! the message rules of `messages.rs` (`Max-Forwards`, 204 framing, status range, `OPTIONS *`,
-//! unknown expectations).
+//! unknown expectations), and the `Cache-Control` grammar, `public` heuristics and
+//! qualified `no-cache` / `private`, `Vary` whitespace and `If-Range` dates of
+//! `cache_tests.rs`.
 
+mod cache_tests;
 mod messages;
 mod scripts;
 
+use cache_tests::*;
 use coldwire_testkit::scripted::{
     Reply, ScriptedOrigin, ScriptedRequest as Request, date_from_now, raw_exchange,
 };
@@ -42,6 +46,11 @@ coldwire_testkit::backend_tests! {
     rfc9112_7_1_a_malformed_chunked_response_is_cut_at_once,
     rfc9112_3_targets_that_are_not_uris_are_not_forwarded,
     rfc9112_6_1_transfer_codings_other_than_chunked_from_an_origin_are_502,
+    rfc9111_5_2_cache_control_grammar,
+    rfc9111_5_2_2_9_public_responses_are_heuristically_cacheable,
+    rfc9111_5_2_2_4_qualified_no_cache_and_private_drop_only_those_fields,
+    rfc9111_4_1_vary_ignores_whitespace_next_to_commas,
+    rfc9110_13_1_5_if_range_dates_need_a_strong_last_modified,
 }
 
 fn cache_status(head: &str) -> &str {
