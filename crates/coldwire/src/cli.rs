@@ -124,7 +124,7 @@ pub struct ProxyArgs {
     #[arg(long)]
     pub revalidate_always: bool,
     /// Data path for response bodies.
-    #[arg(long, value_enum, default_value = "copy")]
+    #[arg(long, value_enum, default_value = "copy", value_name = "MODE")]
     pub data_path: DataPathArg,
     /// Bodies (chunks of a chunked body) at least this long take the splice path; the
     /// default is where splice measured cheaper than copy (docs/proxy.md, Data paths).
@@ -134,7 +134,7 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
     /// Idle upstream connections kept per origin.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_name = "N")]
     pub pool_per_origin: usize,
     /// Time an idle upstream connection is kept.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
