@@ -133,6 +133,11 @@ pub struct ProxyArgs {
     /// Time to connect to an origin and for each wait on it (504 after).
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
+    /// This proxy's name in `Via` and `Cache-Status`, and what a forwarding loop is detected
+    /// by (its own name already in `Via`): give each of two chained coldwire proxies its
+    /// own (`--name edge`). Letters, digits, `-`, `.` and `_`, starting with a letter.
+    #[arg(long, default_value = "coldwire", value_name = "NAME")]
+    pub name: String,
     /// Idle upstream connections kept per origin.
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub pool_per_origin: usize,
