@@ -67,7 +67,9 @@ pub fn storability(
 /// response is stored without it.
 fn cookie_left_out(response: &Fields, targets: &Targets) -> bool {
     let (values, _) = targets.ruling_values(response);
-    qualified_fields(values.iter().copied()).iter().any(|name| name == "set-cookie")
+    qualified_fields(values.iter().copied())
+        .iter()
+        .any(|name| name == "set-cookie")
 }
 
 /// RFC 9111 §3 for a shared cache whose response directives come from `targets`
