@@ -127,7 +127,12 @@ impl UringDriver {
     /// own and its request's upstream connection — as `room` does for clients adopted.
     fn accept_allowance(&self) -> usize {
         let per_client = if self.config.reserve_upstream { 2 } else { 1 };
-        self.room().saturating_sub(per_client * self.backlog.len()) / per_client
+        // Rounded up, as the readiness drivers accept into the last free slot (that
+        // client's request may then find no slot for its upstream connection: a 503 at
+        // the limit, on every backend).
+        self.room()
+            .saturating_sub(per_client * self.backlog.len())
+            .div_ceil(per_client)
     }
 
     /// The listen queues' lengths added up: what the multishot accepts may take at once.
