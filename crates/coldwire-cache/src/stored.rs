@@ -183,7 +183,8 @@ impl StoredResponse {
 
     /// A copy with the fields of a `304 Not Modified` or of a matching `HEAD` response
     /// merged in (RFC 9111 §3.2: every field it carries replaces the stored ones, except
-    /// the framing fields `Content-Length`, `Content-Range` and `Transfer-Encoding`) and the
+    /// the framing fields `Content-Length`, `Content-Range` and `Transfer-Encoding`, and
+    /// `Set-Cookie`, which is never stored) and the
     /// clock restarted: its age comes from the new message's own `Date` and `Age`, not the
     /// stored ones. The body is shared, not copied.
     pub fn refreshed_targeted(
@@ -197,6 +198,9 @@ impl StoredResponse {
         // The stored Age described the old message; the new one's (if any) is merged in.
         fields.remove("age");
         fields.update_from(update);
+        // A stored response never carries a cookie (`storable.rs`); a 304 must not add one
+        // that every later hit would hand out.
+        fields.remove("set-cookie");
         remove_qualified_fields(&mut fields, targets);
         StoredResponse {
             initial_age: corrected_initial_age(update, request_time, response_time),
@@ -328,6 +332,16 @@ mod tests {
         assert!(refreshed.fields.get("transfer-encoding").is_none());
         assert_eq!(refreshed.body_len, 10);
         assert_eq!(refreshed.freshness.lifetime, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn a_304_never_adds_a_cookie_to_a_stored_response() {
+        let mut not_modified = Fields::new();
+        not_modified.push("Set-Cookie", b"session=victim");
+        not_modified.push("X-New", b"1");
+        let refreshed = stored().refreshed(&not_modified, at(T), at(T));
+        assert!(refreshed.fields.get("set-cookie").is_none());
+        assert_eq!(refreshed.fields.get("x-new"), Some(&b"1"[..]));
     }
 
     #[test]

@@ -243,8 +243,11 @@ fn redirect_to_directory<D: Driver>(
 ) -> Answer {
     let out = output.bytes(driver);
     common_head(out, Status::MOVED_PERMANENTLY, date);
-    out.extend_from_slice(b"Location: ");
-    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b"Location: /");
+    // One leading slash, whatever came: `//evil.test` (a directory of that name) would
+    // otherwise redirect to `//evil.test/`, which a browser reads as another host (an open
+    // redirect); browsers read a leading `/\` as `//` too.
+    out.extend_from_slice(path.trim_start_matches(['/', '\\']).as_bytes());
     out.push(b'/');
     if let Some(query) = query {
         out.push(b'?');

@@ -7,9 +7,13 @@
 //! `public` response without explicit freshness is heuristically cacheable), are stored
 //! without one; `304` is never stored (it
 //! updates stored responses, §4.3.4) and `1xx` never; `must-understand` stores only codes
-//! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3).
+//! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3). A response
+//! carrying `Set-Cookie` is not stored (stricter than RFC 9111, as nginx and Varnish):
+//! a shared cache would hand one client's cookie to every client — unless the origin
+//! says to store it without the cookie (`no-cache="Set-Cookie"` or
+//! `private="Set-Cookie"`, RFC 9111 §5.2.2.4, §5.2.2.7).
 
-use crate::policy::cache_control::CacheControl;
+use crate::policy::cache_control::{CacheControl, qualified_fields};
 use crate::policy::targeted::{NO_TARGETS, Targets};
 use coldwire_http::owned_fields::Fields;
 
@@ -59,6 +63,15 @@ pub fn storability(
     )
 }
 
+/// The ruling directives name `Set-Cookie` in a qualified `no-cache` or `private`: the
+/// response is stored without it.
+fn cookie_left_out(response: &Fields, targets: &Targets) -> bool {
+    let (values, targeted) = targets.ruling_values(response);
+    qualified_fields(values.iter().copied(), targeted)
+        .iter()
+        .any(|name| name == "set-cookie")
+}
+
 /// RFC 9111 §3 for a shared cache whose response directives come from `targets`
 /// (RFC 9213): may the response to this request be stored?
 ///
@@ -88,6 +101,11 @@ pub fn storability_targeted(
     }
     if directives.private {
         return Storability::No("private");
+    }
+    if response.get("set-cookie").is_some() && !cookie_left_out(response, targets) {
+        // One client's cookie must not be handed to every client that hits the entry
+        // (session fixation, a session leak): nginx and Varnish refuse to store these too.
+        return Storability::No("set-cookie");
     }
     if request_has_authorization
         && !(directives.public || directives.s_maxage.is_some() || directives.must_revalidate)
@@ -134,6 +152,29 @@ mod tests {
             Storability::No("private")
         );
         assert_eq!(store(&[("Vary", "*")], 200), Storability::No("vary-star"));
+        assert_eq!(
+            store(
+                &[
+                    ("Cache-Control", "public, max-age=60"),
+                    ("Set-Cookie", "s=1")
+                ],
+                200
+            ),
+            Storability::No("set-cookie")
+        );
+        for qualifier in ["no-cache=\"Set-Cookie\"", "private=\"set-cookie, x-a\""] {
+            assert_eq!(
+                store(
+                    &[
+                        ("Cache-Control", &format!("max-age=60, {qualifier}")),
+                        ("Set-Cookie", "s=1")
+                    ],
+                    200
+                ),
+                Storability::Store,
+                "{qualifier}"
+            );
+        }
         assert_eq!(store(&[], 302), Storability::No("status"));
         assert_eq!(
             store(&[("Cache-Control", "max-age=9")], 302),

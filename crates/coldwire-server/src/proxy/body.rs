@@ -212,7 +212,12 @@ impl<D: Driver> Worker<D> {
             SplicePlan::Running => return self.finish_body_splice(client, origin_id),
             SplicePlan::No => {}
         }
-        client.session.enter(&mut self.driver, Phase::Idle);
+        if exchange.request.body_pending() {
+            // Output (a `100 Continue`, an early answer) is out; the body still comes.
+            self.await_request_body(client);
+        } else {
+            client.session.enter(&mut self.driver, Phase::Idle);
+        }
         if let Some(mut origin) = self.take_origin(origin_id) {
             if origin.waiting_for_client {
                 origin.waiting_for_client = false;

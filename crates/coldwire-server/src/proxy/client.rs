@@ -64,7 +64,9 @@ impl<D: Driver> Worker<D> {
             }
             ClientState::Tunnel(_) => self.tunnel_from_client(client, buffer),
             ClientState::Exchange(_) => {
+                let arrived = buffer.filled_len();
                 self.append_input(client, buffer);
+                self.request_body_arrived(client, arrived);
                 if let BodyStep::Aborted = self.forward_request_body(client) {
                     return self.flush_client(client);
                 }
@@ -111,13 +113,21 @@ impl<D: Driver> Worker<D> {
     }
 
     /// The client closed its side (`error: None`) or the connection failed.
-    pub(super) fn on_client_closed(&mut self, client: Box<Client>, error: Option<io::Error>) {
+    pub(super) fn on_client_closed(&mut self, mut client: Box<Client>, error: Option<io::Error>) {
         if let Some(error) = &error {
             self.note_send_error(error);
         }
         match client.state {
             // Half-close: the FIN is passed on, the other direction goes on.
             ClientState::Tunnel(_) if error.is_none() => self.on_tunnel_client_closed(client),
+            // Half-close after a whole request (`nc -N`, `curl` uploads, scripts): it is
+            // answered, then the connection closes; nothing after the end is read.
+            ClientState::Exchange(ref mut exchange)
+                if error.is_none() && !exchange.request.body_pending() =>
+            {
+                exchange.request.keep_alive = false;
+                self.put_client(client, Step::Keep);
+            }
             _ => self.close_client(client),
         }
     }
@@ -133,6 +143,12 @@ impl<D: Driver> Worker<D> {
             // Its bytes never pass through here: the driver says whether they moved.
             ClientState::Tunnel(tunnel) if tunnel.spliced || tunnel.kernel.is_some() => {
                 return self.spliced_tunnel_deadline(client);
+            }
+            ClientState::Exchange(_) if client.session.phase == Phase::Head => {
+                // The request body's pace (`body_pace.rs`).
+                if let Some(step) = self.request_body_deadline(client) {
+                    return step;
+                }
             }
             ClientState::Exchange(_) if client.session.phase == Phase::Idle => {
                 // Waiting for the origin: its own timer decides (504).

@@ -8,7 +8,8 @@
 //!
 //! Invariants: a hit copies nothing of the request (its fields are kept only for what goes
 //! forward); `If-Match` / `If-Unmodified-Since` always go to the origin; `only-if-cached`
-//! never goes forward (504).
+//! never goes forward (504); a `GET` or `HEAD` with a body bypasses the store (neither
+//! answered from it nor stored: the key does not hold the body).
 
 use coldwire_cache::policy::validation::has_origin_only_preconditions;
 use coldwire_cache::{CacheControl, CacheStatus, Forward, Lookup};
@@ -86,6 +87,12 @@ impl<D: Driver> Worker<D> {
                 work.invalidate = Some(key);
             }
             return CacheDecision::Forward(work);
+        }
+        if head.body_framing().has_body() {
+            // A GET or HEAD with a body ("fat GET"): the key does not hold the body, yet an
+            // origin may read it, so its answer could poison the entry for every client.
+            // Neither answered from the store nor stored (as a method the cache bypasses).
+            return CacheDecision::Forward(CacheWork::bypass());
         }
         let directives = request_directives(head);
         let lookup = store.lookup(&key, |name| head.header_values(name).collect());

@@ -22,6 +22,7 @@
 mod access;
 pub mod acl;
 mod body;
+mod body_pace;
 mod cache_range;
 mod client;
 mod collapse;
@@ -40,6 +41,7 @@ mod limit;
 mod lookup;
 mod max_forwards;
 mod origin;
+mod own_address;
 pub mod policy;
 pub mod pool;
 pub mod problem;

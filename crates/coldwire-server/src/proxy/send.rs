@@ -106,6 +106,9 @@ impl<D: Driver> Worker<D> {
             input.consume(taken);
             if !bytes.is_empty() {
                 self.driver.send(origin, Chunk::Owned(bytes));
+                // The origin is receiving: its wait for the response starts again.
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(origin, deadline);
             }
             if matches!(&request.body, RequestBody::Length(0))
                 || matches!(&request.body, RequestBody::Chunked(decoder) if decoder.is_done())
@@ -121,6 +124,9 @@ impl<D: Driver> Worker<D> {
             }
             Flush::Pending if !done => request.body_blocked = true,
             _ => {}
+        }
+        if done {
+            self.request_body_done(client);
         }
         BodyStep::Flushed
     }

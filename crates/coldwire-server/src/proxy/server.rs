@@ -147,6 +147,12 @@ impl Service for ProxyService {
         ProxyWorkerContext {
             index: seat.index,
             config: self.config.clone(),
+            own_addresses: seat
+                .listener
+                .local_addr()
+                .into_iter()
+                .chain(seat.admin)
+                .collect(),
             listener: seat.listener,
             stats: seat.stats,
             stop: seat.stop,

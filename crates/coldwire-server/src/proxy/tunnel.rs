@@ -15,6 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use coldwire_http::{Status, Version};
 use coldwire_io::{Buffer, Chunk, ConnectionId, Driver, Flush, is_out_of_connections};
 
+use super::own_address::is_own_address;
 use super::problem::{Problem, ProblemKind, connect_problem};
 use super::resolver::Resolution;
 use super::splice::TunnelSplice;
@@ -71,6 +72,12 @@ impl<D: Driver> Worker<D> {
         let address = SocketAddr::new(ip, tunnel.port);
         if let Some(line) = client.request_line.as_mut() {
             line.upstream = Some(address);
+        }
+        if is_own_address(&self.own_addresses, address) {
+            let problem = Problem::new(Status::FORBIDDEN, ProblemKind::DestinationIpProhibited)
+                .next_hop(address.to_string())
+                .details("the proxy's own listening or admin address");
+            return self.tunnel_failed(client, &problem);
         }
         match self.driver.connect(address) {
             Ok(id) => {

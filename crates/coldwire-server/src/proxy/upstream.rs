@@ -20,6 +20,7 @@ use coldwire_io::{Driver, is_out_of_connections};
 use super::error::ExchangeError;
 use super::exchange::{CacheWork, ClientRequest, Exchange, ExchangeLog, RequestBody, Upstream};
 use super::head::write_upstream_request;
+use super::own_address::is_own_address;
 use super::resolver::Resolution;
 use super::route::{Destination, is_idempotent};
 use super::state::{Client, ClientState, Origin, OriginState};
@@ -84,11 +85,16 @@ impl<D: Driver> Worker<D> {
                 upstream_time: None,
             },
         });
-        // The client's timer now only guards against a silent origin (its own timer
-        // answers 504 first).
-        client.session.enter(&mut self.driver, Phase::Idle);
-        let due = self.upstream_deadline() + self.config.upstream_timeout;
-        client.session.set_deadline(&mut self.driver, due);
+        if has_body {
+            // The body must keep a minimum pace (`body_pace.rs`).
+            self.await_request_body(client);
+        } else {
+            // The client's timer now only guards against a silent origin (its own timer
+            // answers 504 first).
+            client.session.enter(&mut self.driver, Phase::Idle);
+            let due = self.upstream_deadline() + self.config.upstream_timeout;
+            client.session.set_deadline(&mut self.driver, due);
+        }
         self.resolve_for(client);
     }
 
@@ -160,6 +166,13 @@ impl<D: Driver> Worker<D> {
         exchange.upstream.address = Some(address);
         if let Some(line) = client.request_line.as_mut() {
             line.upstream = Some(address);
+        }
+        if is_own_address(&self.own_addresses, address) {
+            // The admin endpoint or the proxy itself: never through the proxy.
+            let refusal = ExchangeError::policy(Status::FORBIDDEN)
+                .because(ProblemKind::DestinationIpProhibited);
+            self.end_with_error(client, refusal);
+            return;
         }
         let pooled = if exchange.upstream.retried {
             None

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -37,6 +37,9 @@ pub struct ProxyWorkerContext {
     pub config: Arc<ProxyConfig>,
     /// This worker's listening socket.
     pub listener: TcpListener,
+    /// The proxy's listening and admin addresses as bound: never a destination
+    /// (`own_address.rs`).
+    pub own_addresses: Vec<SocketAddr>,
     /// Shared statistics.
     pub stats: Arc<Stats>,
     /// Set when the proxy should shut down (then the worker is woken).
@@ -88,6 +91,8 @@ pub(super) struct Worker<D: Driver> {
     pub(super) kernel: super::sockmap_tunnel::KernelTunnels,
     /// The disk store's writes on this worker's ring (`--io uring`, `disk_ring.rs`).
     disk_ring: Option<super::disk_ring::DiskRing>,
+    /// The proxy's own listening and admin addresses (`own_address.rs`).
+    pub(super) own_addresses: Vec<SocketAddr>,
 }
 
 /// Runs a proxy worker until shutdown completes.
@@ -102,6 +107,7 @@ pub fn run_proxy_worker<D: Driver>(mut driver: D, context: ProxyWorkerContext) -
         access_log: context.access_log,
         error_log: context.error_log,
         live: context.live,
+        own_addresses: context.own_addresses,
     };
     let mut worker = Worker::new(driver, parts)?;
     worker.listener = Some(listener);
@@ -119,6 +125,7 @@ pub(super) struct WorkerParts {
     pub(super) access_log: Option<Arc<File>>,
     pub(super) error_log: ErrorLog,
     pub(super) live: Option<LiveView<ProxyConfig>>,
+    pub(super) own_addresses: Vec<SocketAddr>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -165,6 +172,7 @@ impl<D: Driver> Worker<D> {
             kernel: super::sockmap_tunnel::KernelTunnels::default(),
             config,
             live: parts.live,
+            own_addresses: parts.own_addresses,
         })
     }
 

@@ -39,6 +39,9 @@ pub struct WorkerSeat {
     pub access_log: Option<Arc<File>>,
     /// The error log (a handle on its writer thread).
     pub error_log: ErrorLog,
+    /// The admin listener's address as bound, when there is one (the proxy refuses to
+    /// forward to it).
+    pub admin: Option<SocketAddr>,
 }
 
 /// A worker's seat and its service's configuration: what most services' workers start
@@ -258,6 +261,7 @@ impl<S: Service> Running<S> {
                 stop: stop.clone(),
                 access_log: access_log.clone(),
                 error_log: error_log.clone(),
+                admin: admin_addr,
             };
             let work = service.worker(seat);
             let (waker, thread) = spawn_worker(runtime.backend, &driver_config, uring, work)?;

@@ -8,6 +8,7 @@
 //! not overlap (thousands of idle connections) serialise on a lock of their own.
 
 mod access_log_formats;
+mod attack;
 mod bench;
 mod bench_habits;
 mod bench_request_count;

@@ -38,6 +38,7 @@ impl Harness {
             access_log: None,
             error_log: crate::error_log::ErrorLog::disabled(),
             live: None,
+            own_addresses: Vec::new(),
         };
         let worker = Worker::new(MockDriver::new(), parts).expect("worker");
         Harness { worker, store }

@@ -102,14 +102,17 @@ fn qualified_reply(query: &str, conditional: bool) -> Reply {
         _ if conditional => "no-cache=\"X-Secret\", max-age=60",
         _ => "max-age=0",
     };
-    let fields = [
+    let mut fields = vec![
         ("Cache-Control", control),
         ("ETag", "\"q\""),
         ("X-Secret", "s"),
         ("X-Other", "o"),
-        ("Set-Cookie", "id=1"),
         ("X-Kept", "k"),
     ];
+    // A response with a cookie is stored only when the cookie is left out of it.
+    if query == "private" {
+        fields.push(("Set-Cookie", "id=1"));
+    }
     if conditional {
         return Reply::head("304 Not Modified", &fields);
     }
