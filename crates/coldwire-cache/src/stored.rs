@@ -267,7 +267,8 @@ impl StoredResponse {
 /// Drops the fields a qualified `no-cache` / `private` names (RFC 9111 §5.2.2.4,
 /// §5.2.2.7): a shared cache stores the response without them.
 fn remove_qualified_fields(fields: &mut Fields, targets: &Targets) {
-    let names = qualified_fields(targets.ruling_values(fields).0);
+    let (values, targeted) = targets.ruling_values(fields);
+    let names = qualified_fields(values, targeted);
     for name in names {
         fields.remove(&name);
     }

@@ -16,6 +16,8 @@
 
 use coldwire_http::fields::trim_ows;
 
+use crate::policy::directive_list::{directive, members, typed_argument};
+
 /// The largest delta-seconds value a cache must handle (RFC 9111 §1.2.2).
 pub const DELTA_SECONDS_MAX: u64 = 1 << 31;
 
@@ -82,16 +84,58 @@ fn delta_seconds(argument: Option<&[u8]>) -> u64 {
 impl CacheControl {
     /// Parses every value given (one per `Cache-Control` field line).
     pub fn parse<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
+        CacheControl::parse_with(values, false)
+    }
+
+    /// Parses the values of a targeted field (RFC 9213), already known to be a Structured
+    /// Field Dictionary: arguments of another type than their directive implies are not
+    /// consumed (`max-age="60"`, `max-age=1.5`: no `max-age`), `?0` is absent, parameters
+    /// are dropped (`directive_list::typed_argument`), and a repeated key counts by its last
+    /// occurrence, as in any Dictionary.
+    pub fn parse_targeted<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
+        CacheControl::parse_with(values, true)
+    }
+
+    /// Parses a request's `Cache-Control` values: as [`CacheControl::parse`], except that a
+    /// `no-cache` with an argument (not defined for requests) is a plain `no-cache`, never
+    /// a qualified one.
+    pub fn parse_request<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
         let mut directives = CacheControl::default();
         for value in values {
             for member in members(value) {
-                let (name, argument) = match member.iter().position(|&byte| byte == b'=') {
-                    Some(equals) => (
-                        member.get(..equals).unwrap_or(&[]),
-                        Some(member.get(equals + 1..).unwrap_or(&[])),
-                    ),
-                    None => (member, None),
-                };
+                let (name, argument) = directive(member);
+                if name.eq_ignore_ascii_case(b"no-cache") {
+                    directives.no_cache = true;
+                } else {
+                    directives.apply(name, argument);
+                }
+            }
+        }
+        directives
+    }
+
+    fn parse_with<'a>(values: impl IntoIterator<Item = &'a [u8]>, targeted: bool) -> CacheControl {
+        let mut directives = CacheControl::default();
+        if targeted {
+            // A Structured Field Dictionary: the last value of a key wins (RFC 8941
+            // §4.2.2), across lines too; a value of the wrong type still hides earlier ones.
+            let all: Vec<&[u8]> = values.into_iter().flat_map(members).collect();
+            let mut seen: Vec<&[u8]> = Vec::with_capacity(all.len());
+            for member in all.iter().rev() {
+                let (name, argument) = directive(member);
+                if seen.contains(&name) {
+                    continue;
+                }
+                seen.push(name);
+                if let Some(argument) = typed_argument(name, argument) {
+                    directives.apply(name, argument);
+                }
+            }
+            return directives;
+        }
+        for value in values {
+            for member in members(value) {
+                let (name, argument) = directive(member);
                 directives.apply(name, argument);
             }
         }
@@ -176,24 +220,32 @@ fn names_cache_fields(argument: &[u8]) -> bool {
 }
 
 /// The fields a shared cache must not store (RFC 9111 §5.2.2.4, §5.2.2.7): those named by
-/// a qualified `no-cache` or `private` in these `Cache-Control` values (or a targeted
-/// field's, RFC 9213), lower-cased. Empty when no directive is qualified, or when one
-/// names a field the cache reads (it then counts as unqualified).
-pub fn qualified_fields<'a>(values: impl IntoIterator<Item = &'a [u8]> + Clone) -> Vec<String> {
+/// a qualified `no-cache` or `private` in these `Cache-Control` values (`targeted`: a
+/// targeted field's, RFC 9213), lower-cased. Empty when no directive is qualified, or when
+/// one names a field the cache reads (it then counts as unqualified).
+pub fn qualified_fields<'a>(
+    values: impl IntoIterator<Item = &'a [u8]> + Clone,
+    targeted: bool,
+) -> Vec<String> {
     let mut names = Vec::new();
-    if !CacheControl::parse(values.clone()).qualified {
+    if !CacheControl::parse_with(values.clone(), targeted).qualified {
         return names;
     }
     for value in values {
         for member in members(value) {
-            let Some(equals) = member.iter().position(|&byte| byte == b'=') else {
+            let (name, argument) = directive(member);
+            let argument = if targeted {
+                typed_argument(name, argument).flatten()
+            } else {
+                argument
+            };
+            let Some(argument) = argument else {
                 continue;
             };
-            let name = member.get(..equals).unwrap_or(&[]);
             if !(name.eq_ignore_ascii_case(b"no-cache") || name.eq_ignore_ascii_case(b"private")) {
                 continue;
             }
-            for field in field_names(member.get(equals + 1..).unwrap_or(&[])) {
+            for field in field_names(argument) {
                 let field = String::from_utf8_lossy(field).to_ascii_lowercase();
                 if !names.contains(&field) {
                     names.push(field);
@@ -202,40 +254,6 @@ pub fn qualified_fields<'a>(values: impl IntoIterator<Item = &'a [u8]> + Clone) 
         }
     }
     names
-}
-
-/// The directives of one `Cache-Control` value: split at commas outside quoted strings
-/// (a backslash escapes the next byte inside one), outer whitespace trimmed, empty members skipped.
-fn members(value: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut rest = value;
-    std::iter::from_fn(move || {
-        loop {
-            if rest.is_empty() {
-                return None;
-            }
-            let (mut quoted, mut escaped) = (false, false);
-            let end = rest
-                .iter()
-                .position(|&byte| {
-                    if escaped {
-                        escaped = false;
-                    } else if quoted && byte == b'\\' {
-                        escaped = true;
-                    } else if byte == b'"' {
-                        quoted = !quoted;
-                    } else if byte == b',' && !quoted {
-                        return true;
-                    }
-                    false
-                })
-                .unwrap_or(rest.len());
-            let member = trim_ows(rest.get(..end).unwrap_or(&[]));
-            rest = rest.get(end + 1..).unwrap_or(&[]);
-            if !member.is_empty() {
-                return Some(member);
-            }
-        }
-    })
 }
 
 #[cfg(test)]
@@ -312,14 +330,42 @@ mod tests {
         let directives = CacheControl::parse([&b"no-cache=\"A, b\", private=c, max-age=5"[..]]);
         assert!(directives.qualified && !directives.no_cache && !directives.private);
         assert_eq!(
-            qualified_fields([&b"no-cache=\"A, b\", max-age=5"[..], b"private=c"]),
+            qualified_fields([&b"no-cache=\"A, b\", max-age=5"[..], b"private=c"], false),
             ["a", "b", "c"]
         );
-        assert!(qualified_fields([&b"max-age=5"[..]]).is_empty());
+        assert!(qualified_fields([&b"max-age=5"[..]], false).is_empty());
+        assert_eq!(
+            qualified_fields([&b"private=\"A\", no-cache=?0, no-cache=b"[..]], true),
+            ["a"]
+        );
         // Naming a field the cache reads: the directive counts unqualified.
         let essential = CacheControl::parse([&b"no-cache=\"x, ETag\", private=\"Date\""[..]]);
         assert!(essential.no_cache && essential.private && !essential.qualified);
-        assert!(qualified_fields([&b"no-cache=\"x, ETag\""[..]]).is_empty());
+        assert!(qualified_fields([&b"no-cache=\"x, ETag\""[..]], false).is_empty());
+    }
+
+    #[test]
+    fn a_request_no_cache_with_an_argument_is_plain_no_cache() {
+        let request = CacheControl::parse_request([&b"no-cache=\"x\", max-age=5"[..]]);
+        assert!(request.no_cache && !request.qualified);
+        assert_eq!(request.max_age, Some(5));
+    }
+
+    #[test]
+    fn rfc9213_2_1_targeted_values_of_the_wrong_type_are_not_consumed() {
+        let typed =
+            CacheControl::parse_targeted([&b"max-age=\"60\", s-maxage=1.5, no-store=?0"[..]]);
+        assert_eq!(
+            (typed.max_age, typed.s_maxage, typed.no_store),
+            (None, None, false)
+        );
+        let typed = CacheControl::parse_targeted([&b"max-age=60;x=1, must-revalidate=?1"[..]]);
+        assert_eq!(typed.max_age, Some(60));
+        assert!(typed.must_revalidate);
+        // Dictionary keys: the last occurrence wins, across lines too.
+        let last =
+            CacheControl::parse_targeted([&b"max-age=5, no-store"[..], b"max-age=60, no-store=?0"]);
+        assert_eq!((last.max_age, last.no_store), (Some(60), false));
     }
 
     proptest! {

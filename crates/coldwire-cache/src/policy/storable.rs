@@ -66,8 +66,8 @@ pub fn storability(
 /// The ruling directives name `Set-Cookie` in a qualified `no-cache` or `private`: the
 /// response is stored without it.
 fn cookie_left_out(response: &Fields, targets: &Targets) -> bool {
-    let (values, _) = targets.ruling_values(response);
-    qualified_fields(values.iter().copied())
+    let (values, targeted) = targets.ruling_values(response);
+    qualified_fields(values.iter().copied(), targeted)
         .iter()
         .any(|name| name == "set-cookie")
 }

@@ -2,13 +2,14 @@
 //! (`docs/conformance.md`): `Cache-Control` grammar (quoted strings, no whitespace around
 //! `=`, the first of repeated directives), heuristic freshness of `public` responses, and
 //! `no-cache` / `private` qualified with field names, `Vary` values compared without the
-//! whitespace next to commas, `If-Range` dates on hits.
+//! whitespace next to commas, `If-Range` dates on hits, the types of a targeted field's
+//! arguments.
 //! Each test failed before its fix; the origin's answers are in `cache_tests_script`.
 
 use coldwire_testkit::scripted::{
     Reply, ScriptedOrigin, ScriptedRequest as Request, date_from_now,
 };
-use coldwire_testkit::{Proxy, header, via_proxy};
+use coldwire_testkit::{Proxy, curl_output, header, via_proxy};
 
 use super::cache_status;
 
@@ -44,6 +45,21 @@ pub fn cache_tests_script(request: &Request) -> Reply {
             ("Last-Modified", &modified),
         ];
         return Reply::new("200 OK", &fields, b"0123456789");
+    }
+    if route == "/cdn" {
+        let (control, targeted) = match query {
+            "string" => ("max-age=3600", "max-age=\"3600\""),
+            "decimal" => ("max-age=3600", "max-age=3600.0"),
+            "false" => ("no-store", "max-age=3600, no-store=?0"),
+            _ => ("no-store", "max-age=3600, no-cache=\"x-secret, x-other\""),
+        };
+        let fields = [
+            ("Cache-Control", control),
+            ("CDN-Cache-Control", targeted),
+            ("X-Secret", "s"),
+            ("X-Kept", "k"),
+        ];
+        return Reply::new("200 OK", &fields, b"targeted");
     }
     if route == "/q" {
         return qualified_reply(query, request.header("if-none-match").is_some());
@@ -107,6 +123,7 @@ fn qualified_reply(query: &str, conditional: bool) -> Reply {
 /// around `=` (`max-age =3600` is another directive, `max-age= 3600` a malformed value:
 /// neither gives a lifetime); commas and directives inside a quoted string are not
 /// directives; a directive repeated, in one line or two, counts by its first occurrence.
+/// A request's `no-cache="x"` is a plain `no-cache`.
 pub fn rfc9111_5_2_cache_control_grammar(backend: &str) {
     let origin = ScriptedOrigin::start(cache_tests_script);
     let proxy = Proxy::start(backend, &[]);
@@ -122,6 +139,10 @@ pub fn rfc9111_5_2_cache_control_grammar(backend: &str) {
         let (hit, head) = second_is_hit(&proxy, &origin, &format!("/cc?{query}"));
         assert_eq!(hit, stored_and_fresh, "{query}: {head}");
     }
+    // A request's `no-cache` with an argument is still `no-cache` (§5.2.1.4 defines none).
+    let no_cache = ["-H", "Cache-Control: no-cache=\"x\""];
+    let (_, head, _) = via_proxy(&proxy, &no_cache, &origin.url("/cc?first-fresh"));
+    assert!(cache_status(&head).contains("fwd=request"), "{head}");
 }
 
 /// RFC 9111 §5.2.2.9: a `public` response without explicit freshness is heuristically
@@ -215,5 +236,46 @@ pub fn rfc9110_13_1_5_if_range_dates_need_a_strong_last_modified(backend: &str) 
         };
         assert_eq!(body, whole, "{query}");
         assert!(cache_status(&head).contains("; hit"), "{head}");
+    }
+}
+
+/// RFC 9213 §2.1 (reverse proxy, `CDN-Cache-Control`): a targeted field is a Structured
+/// Field Dictionary whose arguments have the types their directives imply; a value of
+/// another type is not consumed — `max-age="3600"` (a String) and `max-age=3600.0` (a
+/// Decimal) give no lifetime although the field rules (so `Cache-Control: max-age=3600`
+/// does not count either); `no-store=?0` is false; a String with a comma is one member
+/// (`no-cache="x-secret, x-other"` rules and drops both fields, overriding
+/// `Cache-Control: no-store`).
+pub fn rfc9213_2_1_targeted_arguments_of_the_wrong_type_are_not_consumed(backend: &str) {
+    let origin = ScriptedOrigin::start(cache_tests_script);
+    let reverse = format!("http://{}", origin.address);
+    let proxy = Proxy::start(backend, &["--reverse", &reverse]);
+    let get = |path: &str| {
+        let output = curl_output(&["-i", &format!("{}{path}", proxy.url())]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    for (query, hit) in [
+        ("string", false),
+        ("decimal", false),
+        ("false", true),
+        ("list", true),
+    ] {
+        let path = format!("/cdn?{query}");
+        get(&path);
+        let text = get(&path);
+        assert_eq!(
+            origin.requests("GET", &path),
+            if hit { 1 } else { 2 },
+            "{query}: {text}"
+        );
+        assert_eq!(
+            cache_status(&text).contains("; hit"),
+            hit,
+            "{query}: {text}"
+        );
+        if query == "list" {
+            assert_eq!(header(&text, "x-secret"), None, "{text}");
+            assert_eq!(header(&text, "x-kept"), Some("k"), "{text}");
+        }
     }
 }
