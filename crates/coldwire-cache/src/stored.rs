@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use coldwire_http::owned_fields::Fields;
 
 use crate::index::{OBJECT_OVERHEAD, Segments};
-use crate::policy::cache_control::CacheControl;
+use crate::policy::cache_control::{CacheControl, qualified_fields};
 use crate::policy::freshness::{Freshness, corrected_initial_age, current_age};
 use crate::policy::targeted::{NO_TARGETS, Targets};
 use crate::policy::vary::VaryKey;
@@ -74,6 +74,8 @@ impl StoredResponse {
         let (request_time, response_time) = times;
         let body = body.into();
         let body_len = body.len();
+        let mut fields = fields;
+        remove_qualified_fields(&mut fields, targets);
         StoredResponse {
             initial_age: corrected_initial_age(&fields, request_time, response_time),
             freshness: Freshness::of_targeted(status, &fields, response_time, targets),
@@ -199,6 +201,7 @@ impl StoredResponse {
         // A stored response never carries a cookie (`storable.rs`); a 304 must not add one
         // that every later hit would hand out.
         fields.remove("set-cookie");
+        remove_qualified_fields(&mut fields, targets);
         StoredResponse {
             initial_age: corrected_initial_age(update, request_time, response_time),
             freshness: Freshness::of_targeted(self.status, &fields, response_time, targets),
@@ -258,6 +261,16 @@ impl StoredResponse {
             0
         };
         body + self.fields.wire_len() as u64 + self.vary.size() as u64 + OBJECT_OVERHEAD
+    }
+}
+
+/// Drops the fields a qualified `no-cache` / `private` names (RFC 9111 §5.2.2.4,
+/// §5.2.2.7): a shared cache stores the response without them.
+fn remove_qualified_fields(fields: &mut Fields, targets: &Targets) {
+    let (values, targeted) = targets.ruling_values(fields);
+    let names = qualified_fields(values, targeted);
+    for name in names {
+        fields.remove(&name);
     }
 }
 

@@ -188,6 +188,40 @@ pub fn sendfile(fd: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::R
     Ok(sent)
 }
 
+/// The socket's `struct tcp_info` and how many bytes of it the kernel filled (older
+/// kernels fill less than the struct holds: check the field's end against the length).
+pub fn tcp_info(fd: RawFd) -> io::Result<(libc::tcp_info, usize)> {
+    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut length = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `length` bytes into `info`, which is that large,
+    // and stores the length it wrote.
+    let result = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut length,
+        )
+    };
+    check(result as isize)?;
+    Ok((info, length as usize))
+}
+
+/// `TCP_LISTEN` in the kernel's `include/net/tcp_states.h` (libc has no constant for it).
+const TCP_LISTEN: u8 = 10;
+
+/// The most connections a listening socket's accept queue holds (its `listen(2)` backlog
+/// as the kernel clamped it to `net.core.somaxconn`: `TCP_INFO`'s `tcpi_sacked` on a
+/// listener), or `None` when the kernel does not say.
+pub fn listen_queue_limit(listener: RawFd) -> Option<usize> {
+    let (info, length) = tcp_info(listener).ok()?;
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_sacked) + size_of::<u32>();
+    // The queue holds one more than the backlog (the kernel's full test is `>`).
+    (length >= needed && info.tcpi_state == TCP_LISTEN).then_some(info.tcpi_sacked as usize + 1)
+}
+
 /// Bytes written to a TCP socket that the peer has not acknowledged yet (`SIOCOUTQ`): what
 /// still sits in the kernel's send queue.
 pub fn unacknowledged_bytes(fd: RawFd) -> io::Result<u64> {
@@ -374,5 +408,30 @@ pub fn advise_random_access(file: RawFd) -> io::Result<()> {
     match unsafe { libc::posix_fadvise(file, 0, 0, libc::POSIX_FADV_RANDOM) } {
         0 => Ok(()),
         error => Err(io::Error::from_raw_os_error(error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::os::fd::AsRawFd;
+
+    use socket2::{Domain, Socket, Type};
+
+    use super::listen_queue_limit;
+
+    #[test]
+    fn a_listeners_queue_limit_is_its_backlog_plus_one() {
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        socket
+            .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        assert_eq!(
+            listen_queue_limit(socket.as_raw_fd()),
+            None,
+            "not listening yet"
+        );
+        socket.listen(37).unwrap();
+        assert_eq!(listen_queue_limit(socket.as_raw_fd()), Some(38));
     }
 }

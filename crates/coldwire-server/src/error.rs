@@ -100,6 +100,13 @@ pub enum ServerError {
 
 /// What to do when listening on `address` failed with `error` (given with `flag`).
 fn listen_fix(address: SocketAddr, error: &io::Error, flag: &str) -> String {
+    // EMFILE, ENFILE: not the address's fault (each worker opens its own listener).
+    if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+        return "the process ran out of open files (every worker opens its own listener): \
+                raise the open-files limit (ulimit -n, LimitNOFILE= in a systemd unit) or run \
+                fewer --workers"
+            .to_owned();
+    }
     match error.kind() {
         io::ErrorKind::PermissionDenied if address.port() < 1024 => format!(
             "ports below 1024 need root or the CAP_NET_BIND_SERVICE capability (setcap \
@@ -129,5 +136,30 @@ fn root_fix(error: &io::Error) -> &'static str {
              directory with --root"
         }
         _ => "pass an existing directory with --root",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listen_message(source: io::Error) -> String {
+        ServerError::Listen {
+            address: "127.0.0.1:8080".parse().unwrap(),
+            source,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn out_of_descriptors_points_at_the_limit_and_the_workers_not_the_address() {
+        for errno in [libc::EMFILE, libc::ENFILE] {
+            let message = listen_message(io::Error::from_raw_os_error(errno));
+            assert!(message.contains("ulimit -n"), "{message}");
+            assert!(message.contains("--workers"), "{message}");
+            assert!(!message.contains("pick another"), "{message}");
+        }
+        let in_use = listen_message(io::ErrorKind::AddrInUse.into());
+        assert!(in_use.contains("ss -ltnp"), "{in_use}");
     }
 }

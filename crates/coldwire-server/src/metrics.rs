@@ -179,6 +179,12 @@ const PER_WORKER: &[(&str, &str, &str, Pick)] = &[
         |worker| worker.loop_counters.accept_holds,
     ),
     (
+        "coldwire_accept_multishot_stops_total",
+        "counter",
+        "io_uring: times the multishot accept was stopped near the connection limit (single-shot accepts, as many as fit, take over).",
+        |worker| worker.loop_counters.accept_multishot_stops,
+    ),
+    (
         "coldwire_would_block_total",
         "counter",
         "System calls that returned EAGAIN (would block), any kind.",

@@ -85,10 +85,10 @@ pub struct BenchArgs {
     #[arg(short = 'R', long, value_parser = parse_rate)]
     pub rate: Option<Rate>,
     /// Arrival process: constant or poisson.
-    #[arg(long, default_value = "constant", value_parser = parse_arrivals)]
+    #[arg(long, default_value = "constant", value_name = "constant|poisson", value_parser = parse_arrivals)]
     pub arrivals: Arrivals,
     /// Most hot connections open at once (each carries one request at a time).
-    #[arg(short, long, default_value_t = 50)]
+    #[arg(short, long, default_value_t = 50, value_name = "N")]
     pub connections: usize,
     /// wrk's thread count, accepted so that wrk's command lines run: the generator is one
     /// event loop on one thread whatever the value (tens of thousands of requests/s on a
@@ -118,7 +118,7 @@ pub struct BenchArgs {
     pub cold: usize,
     /// What cold connections do: idle (send nothing) or trickle (a request head, one byte
     /// per --trickle-interval).
-    #[arg(long, default_value = "idle", value_parser = parse_cold_mode)]
+    #[arg(long, default_value = "idle", value_name = "idle|trickle", value_parser = parse_cold_mode)]
     pub cold_mode: ColdMode,
     /// Send the cold connections here instead of the (first) target's address; repeated,
     /// they are shared out among the addresses in turn (several relays).

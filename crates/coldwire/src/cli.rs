@@ -128,7 +128,7 @@ pub struct ProxyArgs {
     #[arg(long)]
     pub revalidate_always: bool,
     /// Data path for response bodies.
-    #[arg(long, value_enum, default_value = "copy")]
+    #[arg(long, value_enum, default_value = "copy", value_name = "MODE")]
     pub data_path: DataPathArg,
     /// Bodies (chunks of a chunked body) at least this long take the splice path; the
     /// default is where splice measured cheaper than copy (docs/proxy.md, Data paths).
@@ -137,8 +137,13 @@ pub struct ProxyArgs {
     /// Time to connect to an origin and for each wait on it (504 after).
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
+    /// This proxy's name in `Via` and `Cache-Status`, and what a forwarding loop is detected
+    /// by (its own name already in `Via`): give each of two chained coldwire proxies its
+    /// own (`--name edge`). Letters, digits, `-`, `.` and `_`, starting with a letter.
+    #[arg(long, default_value = "coldwire", value_name = "NAME")]
+    pub name: String,
     /// Idle upstream connections kept per origin.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_name = "N")]
     pub pool_per_origin: usize,
     /// Time an idle upstream connection is kept.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]

@@ -13,8 +13,11 @@ use coldwire_experiment::runner::{self, RunnerOptions};
 #[command(after_help = coldwire_experiment::names_help())]
 pub struct ExperimentArgs {
     /// Experiments to run (`all` for every one; the list is below).
-    #[arg(required = true, value_name = "NAME")]
+    #[arg(required_unless_present = "list", value_name = "NAME")]
     pub names: Vec<String>,
+    /// Print the experiments' names and summaries (the list below) and exit.
+    #[arg(long, conflicts_with = "names")]
+    pub list: bool,
     /// Scaled-down versions (the whole set in under two minutes): proves the pipeline.
     #[arg(long)]
     pub quick: bool,
@@ -40,6 +43,10 @@ pub struct ExperimentArgs {
 
 /// Runs `coldwire experiment`.
 pub fn run(arguments: ExperimentArgs) -> anyhow::Result<()> {
+    if arguments.list {
+        coldwire_server::outln!("{}", coldwire_experiment::names_help().trim_end());
+        return Ok(());
+    }
     let coldwire = match arguments.coldwire {
         Some(path) => path,
         None => std::env::current_exe()
@@ -65,6 +72,16 @@ pub fn run(arguments: ExperimentArgs) -> anyhow::Result<()> {
             Ok(()) => coldwire_server::outln!("{}: {}", outcome.name, outcome.dir.display()),
             Err(_) => coldwire_server::outln!("{}: FAILED (see above)", outcome.name),
         }
+    }
+    if let Some(results) = outcomes
+        .iter()
+        .find(|outcome| outcome.result.is_ok())
+        .and_then(|outcome| outcome.dir.parent())
+    {
+        coldwire_server::outln!(
+            "the page with every figure: coldwire report {}",
+            results.display()
+        );
     }
     if !failed.is_empty() {
         bail!(

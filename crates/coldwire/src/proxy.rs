@@ -127,11 +127,27 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
         bail!("--targeted-cache-control {targeted:?}: expected a field name (a token)");
     }
     config.targeted_cache_control = targeted.to_owned();
+    config.name = proxy_name(&arguments.name)?;
     if let Some(window) = arguments.serve_stale_on_error {
         config.serve_stale_on_error = positive(window, "--serve-stale-on-error")?;
     }
     config.collapse_wait = arguments.collapse_wait;
     Ok(config)
+}
+
+/// The `--name`: a token that is both a `Via` pseudonym and a `Cache-Status` sf-token.
+fn proxy_name(text: &str) -> anyhow::Result<String> {
+    let valid = text.starts_with(|first: char| first.is_ascii_alphabetic())
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._".contains(&byte));
+    if !valid {
+        bail!(
+            "--name {text:?}: expected letters, digits, '-', '.' or '_', starting with a \
+             letter (e.g. --name edge)"
+        );
+    }
+    Ok(text.to_owned())
 }
 
 /// Runs the proxy until a termination signal.
@@ -190,6 +206,16 @@ mod tests {
         match reverse_mode(text).ok()? {
             Mode::Reverse { host, port } => Some((host, port)),
             Mode::Forward => None,
+        }
+    }
+
+    #[test]
+    fn a_name_is_a_token_starting_with_a_letter() {
+        for good in ["coldwire", "edge", "edge-1", "tier2.cache_a"] {
+            assert_eq!(proxy_name(good).unwrap(), good);
+        }
+        for bad in ["", "1edge", "two words", "a,b", "a;b", "é"] {
+            assert!(proxy_name(bad).is_err(), "{bad:?}");
         }
     }
 

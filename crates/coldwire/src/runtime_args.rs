@@ -45,7 +45,7 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub uring_min_wait: Option<Duration>,
     /// Worker threads, each with its own SO_REUSEPORT listener [default: one per core].
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Pin worker i to CPU i.
     #[arg(long)]
@@ -62,13 +62,13 @@ pub struct RuntimeArgs {
     pub write_timeout: Duration,
     /// Most connections open at once, all workers together (a proxy's upstream
     /// connections count too).
-    #[arg(long, default_value_t = 19_000)]
+    #[arg(long, default_value_t = 19_000, value_name = "N")]
     pub max_connections: usize,
     /// Largest request head (431 beyond): 16K, 32KiB, or bytes.
     #[arg(long, default_value = "16KiB", value_name = "SIZE", value_parser = parse_size_usize)]
     pub max_head_bytes: usize,
     /// Most header fields in a request (431 beyond).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_name = "N")]
     pub max_headers: usize,
     /// Write an access log to this file, or `-` for stdout (off by default).
     #[arg(long, value_name = "FILE")]
@@ -125,7 +125,9 @@ impl RuntimeArgs {
         config.idle_timeout = positive(self.idle_timeout, "--idle-timeout")?;
         config.write_timeout = positive(self.write_timeout, "--write-timeout")?;
         config.shutdown_grace = positive(self.shutdown_grace, "--shutdown-grace")?;
-        config.max_connections = self.max_connections.max(1);
+        config.max_connections = at_least_one(self.max_connections, "--max-connections")?;
+        at_least_one(self.max_head_bytes, "--max-head-bytes")?;
+        at_least_one(self.max_headers, "--max-headers")?;
         config.limits = Limits {
             max_head_bytes: self.max_head_bytes,
             max_headers: self.max_headers,
@@ -163,6 +165,14 @@ impl RuntimeArgs {
 pub fn positive(value: Duration, flag: &str) -> anyhow::Result<Duration> {
     if value.is_zero() {
         bail!("{flag} must be more than zero");
+    }
+    Ok(value)
+}
+
+/// A count or size that must not be zero (zero would refuse every connection or request).
+fn at_least_one(value: usize, flag: &str) -> anyhow::Result<usize> {
+    if value == 0 {
+        bail!("{flag} must be at least 1 (0 would refuse every request)");
     }
     Ok(value)
 }

@@ -36,7 +36,7 @@ pub struct GenerateArgs {
     #[arg(long, value_parser = ["nasa", "worldcup"])]
     pub shape: String,
     /// Records to write (default: the shape's, as in traces/).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub requests: Option<usize>,
     /// Seed of every draw.
     #[arg(long, default_value_t = 1)]

@@ -5,7 +5,7 @@
 //! Invariants: every time is passed in by the caller; clock skew never makes an age
 //! negative (ages saturate at 0); the heuristic lifetime (10 % of the time since
 //! `Last-Modified`, at most one day) applies only to statuses that are heuristically
-//! cacheable and only when the response has no explicit expiration; an `Age` field counts
+//! cacheable, or to a response marked `public` (RFC 9111 §5.2.2.9), and only when the response has no explicit expiration; an `Age` field counts
 //! by its first member only and a malformed one counts as absent (§5.1); an invalid
 //! `Expires` means already expired (§5.3).
 
@@ -75,7 +75,7 @@ impl Freshness {
             parse_http_date(expires)
                 .and_then(|expires| expires.duration_since(date).ok())
                 .unwrap_or(Duration::ZERO)
-        } else if is_heuristically_cacheable(status)
+        } else if (is_heuristically_cacheable(status) || directives.public)
             && let Some(modified) = response.get("last-modified").and_then(parse_http_date)
         {
             heuristic = true;
@@ -452,6 +452,16 @@ mod tests {
                 Duration::ZERO,
                 "{status}"
             );
+        }
+        // RFC 9111 §5.2.2.9: `public` makes any status heuristically cacheable.
+        let public = fields(&[
+            ("Cache-Control", "public"),
+            ("Date", &date(T)),
+            ("Last-Modified", &date(T - 1000)),
+        ]);
+        for status in [299, 302, 500, 599] {
+            let freshness = Freshness::of(status, &public, at(T));
+            assert_eq!(freshness.lifetime, Duration::from_secs(100), "{status}");
         }
         // An explicit lifetime holds for any status.
         let explicit = fields(&[("Cache-Control", "max-age=60")]);

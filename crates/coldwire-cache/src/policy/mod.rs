@@ -12,6 +12,7 @@
 //! | module | rules |
 //! |---|---|
 //! | [`cache_control`] | `Cache-Control` directives (RFC 9111 §5.2), never failing |
+//! | `directive_list` (crate-private) | the list syntax under both: members split outside quoted strings, targeted argument types (RFC 9213 §2.1) |
 //! | [`targeted`] | targeted fields such as `CDN-Cache-Control` (RFC 9213) |
 //! | [`storable`] | what a shared cache may store, by method, directives and status (§3) |
 //! | [`freshness`] | freshness lifetime (§4.2.1–4.2.2), age (§4.2.3), stale serving (§4.2.4, RFC 5861) |
@@ -23,6 +24,7 @@
 
 pub mod cache_control;
 pub mod cache_status;
+pub(crate) mod directive_list;
 pub mod freshness;
 pub mod hit_for_miss;
 pub mod partial;

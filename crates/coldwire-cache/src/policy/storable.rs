@@ -3,13 +3,17 @@
 //!
 //! Invariants: any final status code may be stored when the response gives an explicit
 //! lifetime (`max-age`, `s-maxage`, or — unless a targeted field rules — `Expires`); only
-//! the heuristically cacheable codes are stored without one; `304` is never stored (it
+//! the heuristically cacheable codes, and any code marked `public` (RFC 9111 §5.2.2.9: a
+//! `public` response without explicit freshness is heuristically cacheable), are stored
+//! without one; `304` is never stored (it
 //! updates stored responses, §4.3.4) and `1xx` never; `must-understand` stores only codes
 //! whose semantics RFC 9110 defines, and then overrides `no-store` (§5.2.2.3). A response
-//! carrying `Set-Cookie` is never stored (stricter than RFC 9111, as nginx and Varnish):
-//! a shared cache would hand one client's cookie to every client.
+//! carrying `Set-Cookie` is not stored (stricter than RFC 9111, as nginx and Varnish):
+//! a shared cache would hand one client's cookie to every client — unless the origin
+//! says to store it without the cookie (`no-cache="Set-Cookie"` or
+//! `private="Set-Cookie"`, RFC 9111 §5.2.2.4, §5.2.2.7).
 
-use crate::policy::cache_control::CacheControl;
+use crate::policy::cache_control::{CacheControl, qualified_fields};
 use crate::policy::targeted::{NO_TARGETS, Targets};
 use coldwire_http::owned_fields::Fields;
 
@@ -59,6 +63,15 @@ pub fn storability(
     )
 }
 
+/// The ruling directives name `Set-Cookie` in a qualified `no-cache` or `private`: the
+/// response is stored without it.
+fn cookie_left_out(response: &Fields, targets: &Targets) -> bool {
+    let (values, targeted) = targets.ruling_values(response);
+    qualified_fields(values.iter().copied(), targeted)
+        .iter()
+        .any(|name| name == "set-cookie")
+}
+
 /// RFC 9111 §3 for a shared cache whose response directives come from `targets`
 /// (RFC 9213): may the response to this request be stored?
 ///
@@ -89,7 +102,7 @@ pub fn storability_targeted(
     if directives.private {
         return Storability::No("private");
     }
-    if response.get("set-cookie").is_some() {
+    if response.get("set-cookie").is_some() && !cookie_left_out(response, targets) {
         // One client's cookie must not be handed to every client that hits the entry
         // (session fixation, a session leak): nginx and Varnish refuse to store these too.
         return Storability::No("set-cookie");
@@ -105,7 +118,7 @@ pub fn storability_targeted(
     let explicit = directives.max_age.is_some()
         || directives.s_maxage.is_some()
         || (!ruling.targeted && response.get("expires").is_some());
-    if !(explicit || is_heuristically_cacheable(status)) {
+    if !(explicit || directives.public || is_heuristically_cacheable(status)) {
         return Storability::No("status");
     }
     Storability::Store
@@ -149,6 +162,19 @@ mod tests {
             ),
             Storability::No("set-cookie")
         );
+        for qualifier in ["no-cache=\"Set-Cookie\"", "private=\"set-cookie, x-a\""] {
+            assert_eq!(
+                store(
+                    &[
+                        ("Cache-Control", &format!("max-age=60, {qualifier}")),
+                        ("Set-Cookie", "s=1")
+                    ],
+                    200
+                ),
+                Storability::Store,
+                "{qualifier}"
+            );
+        }
         assert_eq!(store(&[], 302), Storability::No("status"));
         assert_eq!(
             store(&[("Cache-Control", "max-age=9")], 302),
@@ -193,11 +219,14 @@ mod tests {
                 );
             }
         }
-        // `public` alone gives no lifetime: only heuristically cacheable codes.
-        assert_eq!(
-            store(&[("Cache-Control", "public")], 500),
-            Storability::No("status")
-        );
+        // RFC 9111 §5.2.2.9: `public` without a lifetime makes any code heuristically
+        // cacheable.
+        for status in [299, 302, 500, 599] {
+            assert_eq!(
+                store(&[("Cache-Control", "public")], status),
+                Storability::Store
+            );
+        }
         assert_eq!(
             store(&[("Cache-Control", "public")], 404),
             Storability::Store

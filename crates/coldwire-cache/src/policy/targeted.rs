@@ -12,6 +12,7 @@
 use coldwire_http::fields::trim_ows;
 
 use crate::policy::cache_control::CacheControl;
+use crate::policy::directive_list::split_outside_quotes;
 use coldwire_http::owned_fields::Fields;
 
 /// The targeted fields this cache obeys, highest precedence first.
@@ -60,33 +61,36 @@ impl Targets {
     /// The directives ruling `response` for this cache: the first targeted field with a
     /// valid non-empty value, else `Cache-Control`.
     pub fn directives(&self, response: &Fields) -> ResponseDirectives {
+        let (values, targeted) = self.ruling_values(response);
+        let control = if targeted {
+            CacheControl::parse_targeted(values)
+        } else {
+            CacheControl::parse(values)
+        };
+        ResponseDirectives { control, targeted }
+    }
+
+    /// The values of the field whose directives rule `response` (see
+    /// [`Targets::directives`]), and whether it is a targeted one.
+    pub fn ruling_values<'a>(&self, response: &'a Fields) -> (Vec<&'a [u8]>, bool) {
         for name in &self.names {
             let values: Vec<&[u8]> = response.values(name).collect();
             if !values.is_empty() && values.iter().all(|value| is_dictionary(value)) {
-                return ResponseDirectives {
-                    control: CacheControl::parse(values),
-                    targeted: true,
-                };
+                return (values, true);
             }
         }
-        ResponseDirectives {
-            control: CacheControl::parse(response.values("cache-control")),
-            targeted: false,
-        }
+        (response.values("cache-control").collect(), false)
     }
 }
 
 /// Whether `value` is a non-empty Structured Field Dictionary (RFC 8941 §3.2), syntax only.
 fn is_dictionary(value: &[u8]) -> bool {
     let value = trim_ows(value);
-    !value.is_empty()
-        && value
-            .split(|&byte| byte == b',')
-            .all(|member| is_member(trim_ows(member)))
+    !value.is_empty() && split_outside_quotes(value, b',').all(|member| is_member(trim_ows(member)))
 }
 
 fn is_member(member: &[u8]) -> bool {
-    let mut parts = member.split(|&byte| byte == b';');
+    let mut parts = split_outside_quotes(member, b';');
     let Some(first) = parts.next() else {
         return false;
     };

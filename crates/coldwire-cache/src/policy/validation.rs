@@ -128,15 +128,27 @@ pub fn head_matches(stored: &Fields, stored_length: u64, head: &Fields) -> bool 
 /// request's values of a field.
 ///
 /// `If-None-Match` takes precedence (weak comparison; `*` matches any stored response); only
-/// without it does `If-Modified-Since` count, and only against `Last-Modified` — a stored
-/// response without `Last-Modified` gets the full response (RFC 9111 §4.3.2 lets a cache
-/// fall back to `Date`; coldwire does not, since a `Date` says when the response was sent,
-/// not that the representation was unchanged since). Only `2xx` stored responses are ever
-/// answered with 304; an invalid date, or one with more than one member, is ignored.
+/// without it does `If-Modified-Since` count, against `Last-Modified` — or, for a stored
+/// response without one, its `Date` (RFC 9111 §4.3.2 SHOULD; see
+/// [`client_not_modified_at`] for the time it was received when it has no `Date` either).
+/// Only `2xx` stored responses are ever answered with 304; an invalid date, or one with
+/// more than one member, is ignored, and so is a stored `Last-Modified` that is not a date.
 pub fn client_not_modified<'r>(
     values: impl Fn(&str) -> Vec<&'r [u8]>,
     status: u16,
     stored: &Fields,
+) -> bool {
+    client_not_modified_at(values, status, stored, None)
+}
+
+/// [`client_not_modified`] for a stored response `received` at that time: without
+/// `Last-Modified` and `Date`, `If-Modified-Since` is compared with when it was received
+/// (RFC 9111 §4.3.2).
+pub fn client_not_modified_at<'r>(
+    values: impl Fn(&str) -> Vec<&'r [u8]>,
+    status: u16,
+    stored: &Fields,
+    received: Option<std::time::SystemTime>,
 ) -> bool {
     if !(200..300).contains(&status) {
         return false;
@@ -152,10 +164,11 @@ pub fn client_not_modified<'r>(
     let [since] = since.as_slice() else {
         return false;
     };
-    match (
-        parse_http_date(since),
-        stored.get("last-modified").and_then(parse_http_date),
-    ) {
+    let modified = match stored.get("last-modified") {
+        Some(modified) => parse_http_date(modified),
+        None => stored.get("date").and_then(parse_http_date).or(received),
+    };
+    match (parse_http_date(since), modified) {
         (Some(since), Some(modified)) => modified <= since,
         _ => false,
     }
@@ -283,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn rfc9111_4_3_2_if_modified_since_is_evaluated_against_last_modified_only() {
+    fn rfc9111_4_3_2_if_modified_since_is_evaluated_against_last_modified_else_date() {
         let stored = fields(&[("Last-Modified", MONDAY), ("Date", TUESDAY)]);
         assert!(client_not_modified(
             request(&[("If-Modified-Since", MONDAY)]),
@@ -305,13 +318,26 @@ mod tests {
             200,
             &stored
         ));
-        // No Last-Modified: the stored Date never validates on its own.
-        let dated = fields(&[("Date", MONDAY)]);
-        assert!(!client_not_modified(
+        // No Last-Modified: the stored Date counts (RFC 9111 §4.3.2), else the time it
+        // was received; a Last-Modified that is not a date counts as no match.
+        let dated = fields(&[("Date", TUESDAY)]);
+        assert!(client_not_modified(
             request(&[("If-Modified-Since", TUESDAY)]),
             200,
             &dated
         ));
+        assert!(!client_not_modified(
+            request(&[("If-Modified-Since", MONDAY)]),
+            200,
+            &dated
+        ));
+        let tuesday = parse_http_date(TUESDAY.as_bytes());
+        let undated = fields(&[("ETag", "\"a\"")]);
+        let since = request(&[("If-Modified-Since", TUESDAY)]);
+        assert!(client_not_modified_at(&since, 200, &undated, tuesday));
+        assert!(!client_not_modified(&since, 200, &undated));
+        let garbled = fields(&[("Last-Modified", "soon"), ("Date", MONDAY)]);
+        assert!(!client_not_modified(&since, 200, &garbled));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! check that a new request selects the same response.
 //!
 //! Invariants: names are lower-cased; values are normalised before they are compared, as
-//! RFC 9111 §4.1 allows (see [`normalise`]): whitespace is trimmed and collapsed, and for
+//! RFC 9111 §4.1 allows (see [`normalise`]): whitespace is trimmed and collapsed, dropped
+//! next to commas (list separators: `1,2` selects the response stored for ` 1, 2 `, and
+//! two lines are one comma-joined list), and for
 //! the list-valued, case-insensitive content-negotiation fields (`Accept`,
 //! `Accept-Charset`, `Accept-Encoding`, `Accept-Language`) members are lower-cased, the
 //! whitespace around `;` and `=` dropped and the members sorted, so `gzip, br` selects the
@@ -90,8 +92,8 @@ pub const NEGOTIATION_LISTS: [&str; 4] = [
 ];
 
 /// The comparable form of a request field's values (`name` lower-cased): `None` when the
-/// request lacks the field. Every value's whitespace is trimmed and runs of it collapsed to
-/// one space; several lines are one comma-separated list. For [`NEGOTIATION_LISTS`] fields
+/// request lacks the field. Every value's whitespace is trimmed, runs of it collapsed to
+/// one space and dropped next to a comma; several lines are one comma-separated list. For [`NEGOTIATION_LISTS`] fields
 /// the members are also lower-cased, stripped of whitespace around `;` and `=`, and sorted.
 pub fn normalise(name: &str, values: &[&[u8]]) -> Option<Vec<u8>> {
     if values.is_empty() {
@@ -104,7 +106,7 @@ pub fn normalise(name: &str, values: &[&[u8]]) -> Option<Vec<u8>> {
             .map(|member| {
                 let mut member = collapse_whitespace(member);
                 member.make_ascii_lowercase();
-                tighten(&member)
+                tighten(&member, b";=")
             })
             .filter(|member| !member.is_empty())
             .collect();
@@ -114,9 +116,9 @@ pub fn normalise(name: &str, values: &[&[u8]]) -> Option<Vec<u8>> {
     let mut joined = Vec::new();
     for (index, value) in values.iter().enumerate() {
         if index > 0 {
-            joined.extend_from_slice(b", ");
+            joined.push(b',');
         }
-        joined.extend_from_slice(&collapse_whitespace(value));
+        joined.extend_from_slice(&tighten(&collapse_whitespace(value), b","));
     }
     Some(joined)
 }
@@ -137,14 +139,16 @@ fn collapse_whitespace(value: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Drops the spaces next to `;` and `=` (parameters: `text/html ; q=0.5` → `text/html;q=0.5`).
-fn tighten(member: &[u8]) -> Vec<u8> {
+/// Drops the spaces next to any of `separators` (`;` and `=` of parameters:
+/// `text/html ; q=0.5` → `text/html;q=0.5`; `,` of lists: `1 , 2` → `1,2`).
+fn tighten(member: &[u8], separators: &[u8]) -> Vec<u8> {
     let mut out: Vec<u8> = Vec::with_capacity(member.len());
     for (index, &byte) in member.iter().enumerate() {
         if byte == b' ' {
             let before = out.last().copied();
             let after = member.get(index + 1).copied();
-            if matches!(before, Some(b';' | b'=')) || matches!(after, Some(b';' | b'=')) {
+            let separates = |byte: Option<u8>| byte.is_some_and(|byte| separators.contains(&byte));
+            if separates(before) || separates(after) {
                 continue;
             }
         }
@@ -208,6 +212,17 @@ mod tests {
             ("accept", "text/html;q=0.9, */*"),
             ("x-custom", "a b"),
         ])));
+    }
+
+    #[test]
+    fn rfc9111_4_1_whitespace_next_to_commas_and_line_splits_do_not_count() {
+        let mut response = Fields::new();
+        response.push("Vary", b"Foo");
+        let key = VaryKey::new(&response, request(&[("Foo", "1,2")]));
+        assert!(key.matches(request(&[("foo", " 1, 2 ")])));
+        assert!(key.matches(request(&[("foo", "1"), ("foo", "2")])));
+        assert!(!key.matches(request(&[("foo", "1 2")])));
+        assert!(!key.matches(request(&[("foo", "2,1")])));
     }
 
     #[test]

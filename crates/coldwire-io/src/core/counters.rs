@@ -120,6 +120,11 @@ pub struct LoopCounters {
     /// taking the slots their own requests need.
     #[serde(default)]
     pub accept_holds: u64,
+    /// io_uring completion backend: times the multishot accept was stopped because a full
+    /// listen queue, taken at once after a stalled turn, would no longer fit the
+    /// connection limit (single-shot accepts, as many as fit, take over until it would).
+    #[serde(default)]
+    pub accept_multishot_stops: u64,
 }
 
 impl LoopCounters {
@@ -187,6 +192,7 @@ impl LoopCounters {
             accept_backlog,
             accept_throttles,
             accept_holds,
+            accept_multishot_stops,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -224,5 +230,6 @@ impl LoopCounters {
         self.accept_backlog += accept_backlog;
         self.accept_throttles += accept_throttles;
         self.accept_holds += accept_holds;
+        self.accept_multishot_stops += accept_multishot_stops;
     }
 }

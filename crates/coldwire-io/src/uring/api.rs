@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types};
 
+use super::accept::DEFAULT_QUEUE_LIMIT;
 use super::connection::{
     CLOSING, CONNECTING, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, SEND_PROMISED,
     SHUTDOWN_PENDING, WRITE_WAITING, user_data,
@@ -35,7 +36,10 @@ impl Driver for UringDriver {
         let index = self.listeners.len();
         self.listeners.push(Some(ListenerState {
             fd,
-            accepting: false,
+            multishot: false,
+            multishot_stopping: false,
+            single_shots: 0,
+            queue_limit: sys::listen_queue_limit(fd).unwrap_or(DEFAULT_QUEUE_LIMIT),
         }));
         if !self.accepting.is_paused() {
             self.arm_accept(index);
@@ -56,8 +60,8 @@ impl Driver for UringDriver {
         let Some(state) = self.listeners.get_mut(index).and_then(Option::take) else {
             return;
         };
-        if state.accepting {
-            self.push_quiet(opcode::AsyncCancel::new(user_data(Kind::Accept, index, 0)).build());
+        if state.armed() {
+            self.cancel_listener_accepts(index, &state);
             // The accept holds the listening socket: let go of it before closing.
             if let Err(error) = self.ring.submit_now() {
                 self.fatal.get_or_insert(error);

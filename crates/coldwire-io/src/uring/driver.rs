@@ -3,7 +3,8 @@
 //! for completions; a keep-alive request then costs no system call of its own:
 //!
 //! - accepting is one multishot `ACCEPT` per listener (plus one `getpeername` per
-//!   connection, since multishot accept returns no address);
+//!   connection, since multishot accept returns no address) while the connection limit
+//!   has room for a whole listen queue, and single-shot ones, as many as fit, near it;
 //! - receiving is one multishot `RECV` per connection, armed on its first receive and left
 //!   armed, into the shared provided-buffer ring ([`super::buffers`]), so an idle connection
 //!   owns no buffer; data arriving while the server has not asked for it (a pipelining
@@ -138,10 +139,26 @@ pub struct UringOptions {
     pub min_wait: Option<Duration>,
 }
 
+#[derive(Clone, Copy)]
 pub(super) struct ListenerState {
     pub(super) fd: RawFd,
     /// A multishot accept is armed (until its final completion arrives).
-    pub(super) accepting: bool,
+    pub(super) multishot: bool,
+    /// The multishot accept's cancellation was submitted (`accept.rs`: the connection
+    /// budget no longer holds a full listen queue).
+    pub(super) multishot_stopping: bool,
+    /// Single-shot accepts armed (each takes at most one connection).
+    pub(super) single_shots: usize,
+    /// The most connections the listen queue holds: what a multishot accept may take at
+    /// once when the loop comes back from a stall.
+    pub(super) queue_limit: usize,
+}
+
+impl ListenerState {
+    /// An accept of this listener is armed.
+    pub(super) fn armed(&self) -> bool {
+        self.multishot || self.single_shots > 0
+    }
 }
 
 /// The io_uring completion driver.
@@ -165,6 +182,9 @@ pub struct UringDriver {
     /// The turn's accept batch is used up: the armed accepts were cancelled and what the
     /// kernel accepted meanwhile waits in the backlog until the next turn.
     pub(super) accept_throttled: bool,
+    /// Single-shot accepting found no room (`accept.rs`): counted as a pause (and a hold
+    /// short of the limit) once until accepts are armed again.
+    pub(super) accept_stopped: bool,
     pub(super) timers: ConnectionTimers,
     pub(super) buffers: BufferPool,
     pub(super) output_pools: OutputPools,
@@ -276,6 +296,7 @@ impl UringDriver {
             turn_accepts: 0,
             last_turn_accepts: 0,
             accept_throttled: false,
+            accept_stopped: false,
             output_pools: OutputPools::default(),
             send_pool: Vec::new(),
             completions: VecDeque::new(),
@@ -361,7 +382,7 @@ impl UringDriver {
         let result = entry.result();
         let flags = entry.flags();
         match kind {
-            Kind::Accept => self.on_accept(slot, result, cqueue::more(flags)),
+            Kind::Accept => self.on_accept(slot, generation, result, cqueue::more(flags)),
             Kind::Recv => {
                 self.on_recv(slot, generation, result, flags);
                 self.splice_poke(slot);

@@ -179,20 +179,7 @@ pub fn prepare(
 /// Bytes of this connection the peer has acknowledged (`TCP_INFO`'s `tcpi_bytes_acked`,
 /// Linux 4.2+), or `None` when the socket does not say.
 pub fn bytes_acknowledged(fd: std::os::fd::RawFd) -> Option<u64> {
-    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut length = size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `length` bytes into `info`, which is that large,
-    // and stores the length it wrote.
-    let result = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut length,
-        )
-    };
+    let (info, length) = crate::sys::tcp_info(fd).ok()?;
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + size_of::<u64>();
-    (result == 0 && length as usize >= needed).then_some(info.tcpi_bytes_acked)
+    (length >= needed).then_some(info.tcpi_bytes_acked)
 }

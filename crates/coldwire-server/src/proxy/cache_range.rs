@@ -109,10 +109,29 @@ pub(super) fn range_for(head: &RequestHead<'_>, stored: &StoredResponse) -> Rang
         return RangeOutcome::Full;
     }
     let validators = Validators {
-        last_modified: stored.fields.get("last-modified").and_then(parse_http_date),
+        last_modified: strong_last_modified(stored),
         etag: stored.fields.get("etag").and_then(ETag::parse),
     };
     coldwire_http::evaluate_request_range(head, &validators, stored.body_len)
+}
+
+/// The stored `Last-Modified` when it is a strong validator for a cache (RFC 9110
+/// §8.8.2.2): the entry's `Date` (else the time it arrived) at least one second later.
+/// A weaker one never satisfies an `If-Range` date (§13.1.5), so the range is ignored.
+fn strong_last_modified(stored: &StoredResponse) -> Option<std::time::SystemTime> {
+    let modified = stored
+        .fields
+        .get("last-modified")
+        .and_then(parse_http_date)?;
+    let date = stored
+        .fields
+        .get("date")
+        .and_then(parse_http_date)
+        .unwrap_or(stored.response_time);
+    let second_later = date
+        .duration_since(modified)
+        .is_ok_and(|gap| gap >= std::time::Duration::from_secs(1));
+    second_later.then_some(modified)
 }
 
 /// Inserts `Content-Range` into a complete response head written at the end of `out`

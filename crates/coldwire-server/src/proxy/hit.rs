@@ -25,7 +25,12 @@ pub(super) fn client_not_modified<'a>(
     values: impl Fn(&str) -> Vec<&'a [u8]>,
     stored: &StoredResponse,
 ) -> bool {
-    coldwire_cache::policy::validation::client_not_modified(values, stored.status, &stored.fields)
+    coldwire_cache::policy::validation::client_not_modified_at(
+        values,
+        stored.status,
+        &stored.fields,
+        Some(stored.response_time),
+    )
 }
 
 /// A stored body's piece as the driver sends it: shared bytes, or a file range

@@ -53,7 +53,7 @@ pub(super) enum CacheDecision {
 }
 
 fn request_directives(head: &RequestHead<'_>) -> CacheControl {
-    let mut directives = CacheControl::parse(head.header_values("cache-control"));
+    let mut directives = CacheControl::parse_request(head.header_values("cache-control"));
     if head.header("cache-control").is_none()
         && head
             .header_values("pragma")

@@ -187,7 +187,7 @@ impl ProblemKind {
             }
             ProblemKind::DestinationIpProhibited => "Check the destination in the URL.",
             ProblemKind::ProxyLoopDetected => {
-                "Check the proxy's configuration: it must not forward to itself."
+                "Check the proxy's configuration: it must not forward to itself. If the name in Via is another coldwire proxy's (two chained), give one of them its own name with --name."
             }
             ProblemKind::ProxyInternalResponse => {
                 "Retry without Cache-Control: only-if-cached to let the proxy ask the origin."

@@ -62,7 +62,7 @@ impl<D: Driver> Worker<D> {
             request,
             stored: stored.clone(),
             request_fields,
-            request_directives: coldwire_cache::CacheControl::parse(
+            request_directives: coldwire_cache::CacheControl::parse_request(
                 head.header_values("cache-control"),
             ),
         });

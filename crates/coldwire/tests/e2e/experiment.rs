@@ -76,6 +76,11 @@ fn quick_cold_scaling_writes_a_series_per_backend_and_a_point_per_cold_count() {
         stderr.contains("[cold-scaling]"),
         "progress on stderr: {stderr}"
     );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("coldwire report {}", results.display())),
+        "says how to build the page: {stdout}"
+    );
     let dir = results.join("cold-scaling");
     let record = record(&dir);
     assert_eq!(record["experiment"], "cold-scaling");
@@ -310,6 +315,23 @@ fn the_experiment_help_lists_every_experiment() {
             "{name} is listed:\n{help}"
         );
     }
+}
+
+/// `coldwire experiment --list` prints the same list on stdout and runs nothing; with a
+/// name too it is a usage error.
+#[test]
+fn experiment_list_prints_every_experiment_and_runs_none() {
+    let output = coldwire(&["experiment", "--list"]);
+    assert!(output.status.success(), "{output:?}");
+    let list = String::from_utf8_lossy(&output.stdout);
+    for name in ["cold-scaling", "slot-alloc", "network-cost"] {
+        assert!(
+            list.lines().any(|line| line.trim_start().starts_with(name)),
+            "{name} is listed:\n{list}"
+        );
+    }
+    let both = coldwire(&["experiment", "--list", "slot-alloc"]);
+    assert_eq!(both.status.code(), Some(64), "{both:?}");
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The README and `--help` agree: every long flag of every server, experiment and report
-//! subcommand's `--help` is in the README, the proxy's synopsis names every I/O backend and
-//! `--admin`, and nothing the README or docs cite lives outside the repository (the seed
+//! subcommand's `--help` is in the README, every server flag is classed in
+//! docs/operations.md's reload table (changes live or kept), every flag of `bench`,
+//! `experiment`, `report` and `top` is somewhere in docs/, the proxy's synopsis names every
+//! I/O backend and `--admin`, and nothing the README or docs cite lives outside the repository (the seed
 //! papers are cited by title and venue, under the README's References).
 
 use std::path::{Path, PathBuf};
@@ -59,6 +61,54 @@ fn every_flag_of_every_help_is_in_the_readme() {
     assert!(
         missing.is_empty(),
         "flags in --help but not in README.md: {missing:?}"
+    );
+}
+
+/// The reload table of docs/operations.md says, for every key of a server's configuration
+/// file (its long flags), whether SIGHUP changes it live or keeps it: a flag added to a
+/// server must be classed there.
+#[test]
+fn every_server_flag_is_classed_in_the_reload_table() {
+    let operations = std::fs::read_to_string(repository().join("docs/operations.md")).unwrap();
+    let start = operations
+        .find("### Reload (SIGHUP)")
+        .expect("the reload section");
+    let section = &operations[start..];
+    let section = &section[..section.find("\n### ").unwrap_or(section.len())];
+    let mut missing = Vec::new();
+    for subcommand in ["serve", "proxy", "origin", "wan"] {
+        for flag in flags(subcommand) {
+            let key = flag.trim_start_matches("--");
+            if key != "config" && !section.contains(&format!("`{key}`")) {
+                missing.push(format!("{subcommand} {key}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "server flags not classed (changes live / kept) in docs/operations.md's reload \
+         table: {missing:?}"
+    );
+}
+
+/// Every long flag of the measuring subcommands is documented somewhere in docs/.
+#[test]
+fn every_flag_of_the_measuring_subcommands_is_in_the_docs() {
+    let mut docs = String::new();
+    for entry in std::fs::read_dir(repository().join("docs")).unwrap() {
+        docs.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+    }
+    let mut missing = Vec::new();
+    for subcommand in ["bench", "experiment", "report", "top"] {
+        for flag in flags(subcommand) {
+            if !mentions(&docs, &flag) {
+                missing.push(format!("{subcommand} {flag}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "flags in --help but not in docs/: {missing:?}"
     );
 }
 

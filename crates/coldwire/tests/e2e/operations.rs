@@ -299,7 +299,7 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
         .to_string_lossy()
         .into_owned();
     let root = coldwire_testkit::docs_directory();
-    let cases: [(&[&str], i32, &[&str]); 6] = [
+    let cases: [(&[&str], i32, &[&str]); 9] = [
         (
             &["serve", "--root", &root, "--listen", &busy_address],
             69,
@@ -337,6 +337,22 @@ fn start_up_failures_have_one_line_and_a_status_per_class() {
             ],
             73,
             &["access log", "writable"],
+        ),
+        // Zero limits refused every connection or request: now refused at start.
+        (
+            &["serve", "--root", &root, "--max-connections", "0"],
+            64,
+            &["--max-connections must be at least 1"],
+        ),
+        (
+            &["proxy", "--max-headers", "0"],
+            64,
+            &["--max-headers must be at least 1"],
+        ),
+        (
+            &["proxy", "--max-head-bytes", "0"],
+            64,
+            &["--max-head-bytes must be at least 1"],
         ),
     ];
     for (args, status, words) in cases {

@@ -165,6 +165,37 @@ pub(super) fn reverse_proxy_forwards_origin_form_requests(backend: &str) {
     assert_eq!(origin.requests("/cacheable"), 1);
 }
 
+/// A forward proxy in front of a reverse proxy, both coldwire: with the same (default)
+/// name the second sees its name in `Via` and refuses a loop, saying to use `--name`; with
+/// `--name edge` on one, requests pass both, each cache answering under its own name.
+pub(super) fn two_chained_proxies_need_their_own_names(backend: &str) {
+    let origin = Origin::start();
+    let reverse = format!("http://{}", origin.address);
+    let inner = Proxy::start(backend, &["--reverse", &reverse]);
+    let url = format!("{}/cacheable", inner.url());
+    let same_name = Proxy::start(backend, &[]);
+    let (status, head, body) = via_proxy(&same_name, &[], &url);
+    assert_eq!(status, 403, "{head}");
+    assert!(head.contains("proxy_loop_detected"), "{head}");
+    assert!(
+        String::from_utf8_lossy(&body).contains("--name"),
+        "says how"
+    );
+    assert_eq!(origin.requests("/cacheable"), 0);
+    let edge = Proxy::start(backend, &["--name", "edge"]);
+    for expected in ["edge; fwd=uri-miss", "edge; hit"] {
+        let (status, head, body) = via_proxy(&edge, &[], &url);
+        assert_eq!(status, 200, "{head}");
+        assert_eq!(body, b"cacheable body");
+        assert!(head.contains(expected), "{head}");
+        assert!(
+            head.contains("1.1 coldwire") && head.contains("1.1 edge"),
+            "{head}"
+        );
+    }
+    assert_eq!(origin.requests("/cacheable"), 1);
+}
+
 pub(super) fn megabyte_bodies_are_byte_identical_on_miss_and_hit(backend: &str) {
     let origin = Origin::start();
     let proxy = Proxy::start(backend, &[]);

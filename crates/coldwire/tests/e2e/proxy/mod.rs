@@ -3,7 +3,7 @@
 //! (select, poll, epoll, uring-poll, uring; io_uring ones skip themselves where the kernel
 //! refuses io_uring) through `coldwire_testkit::backend_tests!`: miss then hit, revalidation observed at
 //! the origin, no-store not stored, Vary, pipelining, chunked POST, an upstream reset
-//! mid-body (error to the client, nothing cached), a denied client, reverse mode, CONNECT
+//! mid-body (error to the client, nothing cached), a denied client, reverse mode, two chained proxies (`--name`), CONNECT
 //! to a TLS server, 1 MiB bodies byte for byte, and a 503 with `Proxy-Status` when
 //! connections or descriptors run out, for requests and CONNECT tunnels (`limits.rs`).
 
@@ -32,6 +32,7 @@ coldwire_testkit::backend_tests! {
     client_outside_the_acl_gets_403,
     unreachable_origin_gets_502,
     reverse_proxy_forwards_origin_form_requests,
+    two_chained_proxies_need_their_own_names,
     megabyte_bodies_are_byte_identical_on_miss_and_hit,
     connect_tunnel_reaches_a_tls_server,
     spliced_connect_tunnel_reaches_a_tls_server,
