@@ -23,7 +23,8 @@ pub const DRAIN_FIRST_REQUEST_WAIT: Duration = Duration::from_secs(1);
 pub enum Phase {
     /// Waiting for a request to start (keep-alive idle timeout).
     Idle,
-    /// Part of a request head has arrived (whole-head deadline).
+    /// Part of a request head has arrived (whole-head deadline); in the proxy also a
+    /// request body still to come (its minimum pace, `proxy/body_pace.rs`).
     Head,
     /// Output waits for the client to read (stalled-write timeout: no byte acknowledged by
     /// the client for that long).

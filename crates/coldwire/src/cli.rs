@@ -98,6 +98,10 @@ pub struct ProxyArgs {
     /// Also allow clients from this network (repeatable; loopback is always allowed).
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<String>,
+    /// Also accept PURGE from clients in this network (repeatable; loopback always may;
+    /// other clients get 403 for a PURGE, so the public cannot empty the cache).
+    #[arg(long, value_name = "CIDR")]
+    pub purge_allow: Vec<String>,
     /// Cache size, shared by all workers: 256M, 1G, 64MiB... (0 turns caching off).
     #[arg(long, alias = "cache-size", default_value = "256MiB", value_name = "SIZE", value_parser = parse_size)]
     pub cache_bytes: u64,

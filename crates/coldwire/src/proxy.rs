@@ -84,6 +84,10 @@ fn config(arguments: ProxyArgs) -> anyhow::Result<ProxyConfig> {
         let cidr: Cidr = network.parse()?;
         config.acl.allow(cidr);
     }
+    for network in &arguments.purge_allow {
+        let cidr: Cidr = network.parse()?;
+        config.purge_acl.allow(cidr);
+    }
     config.upstream_timeout = positive(arguments.upstream_timeout, "--upstream-timeout")?;
     config.pool_idle_timeout = positive(arguments.pool_idle_timeout, "--pool-idle-timeout")?;
     config.pool_per_origin = arguments.pool_per_origin;

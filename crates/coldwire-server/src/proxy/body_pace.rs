@@ -12,7 +12,10 @@
 //!
 //! The origin's timer (`--upstream-timeout`) restarts whenever body bytes go to it: before,
 //! it ran from the request head, so any upload longer than `--upstream-timeout` (30 s) was
-//! answered `504` while the origin was still receiving it.
+//! answered `504` while the origin was still receiving it. And when it fires before the
+//! response has begun, bytes the kernel still holds for the origin that left since the
+//! last look (`Driver::unsent_bytes`, as for a client's write timeout) mean the origin is
+//! still reading the request: it waits on (`failure.rs`, `exchange_origin_timer`).
 
 use std::time::Duration;
 

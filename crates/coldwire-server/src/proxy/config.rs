@@ -61,6 +61,9 @@ pub struct ProxyConfig {
     pub mode: Mode,
     /// Clients allowed to use the proxy (loopback only by default).
     pub acl: Acl,
+    /// Clients that may `PURGE` (loopback only by default): an ACL that admits the public
+    /// to a reverse proxy must not let it empty the cache.
+    pub purge_acl: Acl,
     /// Largest response head accepted from an origin (502 beyond).
     pub max_response_head_bytes: usize,
     /// Connecting to an origin and each wait for its bytes (504 when it passes before the
@@ -113,6 +116,7 @@ impl ProxyConfig {
             runtime: RuntimeConfig::new(SocketAddr::from(([127, 0, 0, 1], 3128))),
             mode,
             acl: Acl::loopback(),
+            purge_acl: Acl::loopback(),
             max_response_head_bytes: 64 * 1024,
             upstream_timeout: Duration::from_secs(30),
             pool_per_origin: 32,

@@ -84,7 +84,28 @@ impl<D: Driver> Worker<D> {
 
     /// The exchange's origin was silent for `--upstream-timeout`: 504 before the response
     /// started, a cut connection after.
-    pub(super) fn exchange_origin_timer(&mut self, client: &mut Client, origin: Origin) -> Step {
+    pub(super) fn exchange_origin_timer(
+        &mut self,
+        client: &mut Client,
+        mut origin: Origin,
+    ) -> Step {
+        let waiting_for_response = client
+            .state
+            .exchange()
+            .is_some_and(|exchange| exchange.response.is_none());
+        if waiting_for_response && origin.connected {
+            // A request body the kernel still holds for a slow-reading origin: bytes
+            // leaving since the last look mean it is still taking the request, not silent
+            // (as the client's write timeout measures progress).
+            let unsent = self.driver.unsent_bytes(origin.id);
+            if unsent > 0 && unsent < origin.unsent_mark {
+                origin.unsent_mark = unsent;
+                let deadline = self.upstream_deadline();
+                self.driver.set_timer(origin.id, deadline);
+                self.put_origin(origin);
+                return Step::Keep;
+            }
+        }
         let kind = if origin.connected {
             ProblemKind::HttpResponseTimeout
         } else {

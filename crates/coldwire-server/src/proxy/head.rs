@@ -47,6 +47,25 @@ fn named_in(list: &[&[u8]], name: &[u8]) -> bool {
     list.iter().any(|named| named.eq_ignore_ascii_case(name))
 }
 
+/// The request's fields as the cache keeps them for what goes forward (`Vary` keys of the
+/// stored answer, conditionals after a `304`): the end-to-end ones only. A field the
+/// proxy removes before forwarding — hop-by-hop, or named in `Connection` — never reaches
+/// the origin, so the stored answer must not be keyed on its value: with
+/// `Connection: X-Mobile` and `X-Mobile: 1` the origin answers as for no `X-Mobile`, and
+/// keying that answer under `X-Mobile: 1` would hand it to every mobile client
+/// (hop-by-hop cache poisoning).
+pub fn cache_request_fields(head: &RequestHead<'_>) -> Fields {
+    let named = connection_named(head.header_values("connection"));
+    let mut fields = Fields::new();
+    for (name, value) in head.headers() {
+        let bytes = name.as_bytes();
+        if !(is_hop_by_hop(bytes) || named_in(&named, bytes)) {
+            fields.push(name, value);
+        }
+    }
+    fields
+}
+
 /// True when the request's `Connection` names a field that decides the message's framing
 /// or routing (`Content-Length`, `Transfer-Encoding`, `Host`, or a spelling of them with
 /// `_`). Removing such a field as hop-by-hop would forward the body without its framing —

@@ -20,6 +20,7 @@ use super::cache_range::range_for;
 use super::collapse::Collapse;
 use super::error::ExchangeError;
 use super::exchange::CacheWork;
+use super::head::cache_request_fields;
 use super::hit::{FromStore, client_not_modified};
 use super::route::Destination;
 use super::state::{Client, Parked, Routed};
@@ -186,9 +187,7 @@ impl<D: Driver> Worker<D> {
             );
             return CacheDecision::Answered(routed);
         }
-        for (name, value) in head.headers() {
-            work.request_fields.push(name, value);
-        }
+        work.request_fields = cache_request_fields(head);
         work.key = Some(key);
         CacheDecision::Forward(work)
     }

@@ -21,7 +21,7 @@
 //! 6–8 run as the origin's completions arrive. A failure in any phase is an
 //! [`ExchangeError`] (`error.rs`), acted on by `failure.rs` once an exchange exists.
 
-use coldwire_http::{Parsed, RequestHead, parse_request};
+use coldwire_http::{Parsed, RequestHead, Status, parse_request};
 use coldwire_io::{Buffer, Driver, Flush};
 
 use super::error::{ExchangeError, request_error_problem};
@@ -152,6 +152,10 @@ impl<D: Driver> Worker<D> {
             Route::Origin(destination) => destination,
         };
         if is_purge(head) {
+            if !self.config.purge_acl.allows(client.session.peer.ip()) {
+                // Only loopback and `--purge-allow` networks may empty the cache.
+                return Err(ExchangeError::policy(Status::FORBIDDEN));
+            }
             return Ok(self.purge(client, head, &destination, output));
         }
         if max_forwards(head) == Some(0) {

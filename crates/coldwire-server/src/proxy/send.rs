@@ -42,6 +42,7 @@ impl<D: Driver> Worker<D> {
         };
         origin.received_any = false;
         origin.waiting_for_client = false;
+        origin.unsent_mark = u64::MAX;
         origin.head.clear();
         exchange.upstream.origin = Some(origin.id);
         exchange.upstream.request_time = self.wall_clock;
@@ -106,9 +107,14 @@ impl<D: Driver> Worker<D> {
             input.consume(taken);
             if !bytes.is_empty() {
                 self.driver.send(origin, Chunk::Owned(bytes));
-                // The origin is receiving: its wait for the response starts again.
+                // The origin is receiving: its wait for the response starts again, and
+                // its progress is measured from here (`exchange_origin_timer`).
                 let deadline = self.upstream_deadline();
                 self.driver.set_timer(origin, deadline);
+                if let Some(mut connection) = self.take_origin(origin) {
+                    connection.unsent_mark = u64::MAX;
+                    self.put_origin(connection);
+                }
             }
             if matches!(&request.body, RequestBody::Length(0))
                 || matches!(&request.body, RequestBody::Chunked(decoder) if decoder.is_done())

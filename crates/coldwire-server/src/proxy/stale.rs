@@ -8,11 +8,10 @@
 use std::sync::Arc;
 
 use coldwire_cache::{CacheStatus, Forward, StoredResponse};
-use coldwire_http::owned_fields::Fields;
 use coldwire_http::{RequestHead, Status};
 use coldwire_io::Driver;
 
-use super::head::write_upstream_request;
+use super::head::{cache_request_fields, write_upstream_request};
 use super::hit::{FromStore, client_not_modified};
 use super::revalidator::{Revalidation, Revalidator, RevalidatorLimits};
 use super::route::Destination;
@@ -55,10 +54,7 @@ impl<D: Driver> Worker<D> {
             &self.config.name,
             Some(stored),
         );
-        let mut request_fields = Fields::new();
-        for (name, value) in head.headers() {
-            request_fields.push(name, value);
-        }
+        let request_fields = cache_request_fields(head);
         revalidator.submit(Revalidation {
             claim,
             host: destination.host.to_owned(),

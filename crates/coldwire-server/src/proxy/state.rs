@@ -242,6 +242,9 @@ pub struct Origin {
     pub received_any: bool,
     /// A receive waits for the client to drain (armed on the client's `Sent`).
     pub waiting_for_client: bool,
+    /// Request bytes the kernel still held for the origin when its timer last fired
+    /// (`u64::MAX` before): fewer now means the origin is still taking the request.
+    pub unsent_mark: u64,
 }
 
 impl Origin {
@@ -255,6 +258,7 @@ impl Origin {
             head: Vec::new(),
             received_any: false,
             waiting_for_client: false,
+            unsent_mark: u64::MAX,
         }
     }
 }

@@ -8,6 +8,18 @@ use coldwire_testkit::scripted::{Reply, ScriptedOrigin, ScriptedRequest as Reque
 /// cookie, `/echo` reflects the request's body (an origin that reads a GET's body).
 fn poison_script(request: &Request) -> Reply {
     match request.path.as_str() {
+        "/mobile" => {
+            let page: &[u8] = if request.header("x-mobile") == Some("1") {
+                b"mobile page"
+            } else {
+                b"desktop page"
+            };
+            Reply::new(
+                "200 OK",
+                &[("Cache-Control", "max-age=600"), ("Vary", "X-Mobile")],
+                page,
+            )
+        }
         "/cookie" => Reply::new(
             "200 OK",
             &[
@@ -71,6 +83,34 @@ pub fn a_get_with_a_body_is_neither_stored_nor_answered_from_the_store(backend: 
     }
 }
 
+/// Hop-by-hop cache poisoning: `Connection: X-Mobile` makes the proxy drop `X-Mobile`
+/// before forwarding, so the origin answers its desktop page (`Vary: X-Mobile`) — which
+/// was stored under the client's `X-Mobile: 1` and handed to every mobile client. The
+/// stored answer is now keyed on the fields the origin saw (none: the desktop variant), so
+/// a mobile client misses and gets its own page.
+pub fn a_field_stripped_as_hop_by_hop_does_not_key_the_stored_answer(backend: &str) {
+    let origin = ScriptedOrigin::start(poison_script);
+    for mode in [Mode::Forward, Mode::Reverse] {
+        let proxy = mode.start(backend, &origin);
+        let plain = mode.get(&origin, "/mobile");
+        let mobile = plain.replace(
+            "Connection: close\r\n",
+            "X-Mobile: 1\r\nConnection: close\r\n",
+        );
+        let attack = plain.replace(
+            "Connection: close\r\n",
+            "X-Mobile: 1\r\nConnection: X-Mobile, close\r\n",
+        );
+        let poisoned = raw_exchange(proxy.address, attack.as_bytes());
+        assert!(poisoned.ends_with("desktop page"), "{mode:?}: {poisoned}");
+        let victim = raw_exchange(proxy.address, mobile.as_bytes());
+        assert!(victim.ends_with("mobile page"), "{mode:?}: {victim}");
+        let desktop = raw_exchange(proxy.address, plain.as_bytes());
+        assert!(desktop.ends_with("desktop page"), "{mode:?}: {desktop}");
+        assert!(desktop.contains("; hit"), "{mode:?}: {desktop}");
+    }
+}
+
 /// Forward (absolute-form targets) or reverse proxy (origin-form) in front of the origin.
 #[derive(Clone, Copy, Debug)]
 pub enum Mode {
@@ -105,4 +145,72 @@ impl Mode {
             origin.address
         )
     }
+}
+
+/// An address of this machine that is not loopback (`hostname -I`), if any.
+fn non_loopback_address() -> Option<String> {
+    let output = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .find(|address| address.contains('.') && !address.starts_with("127."))
+        .map(str::to_owned)
+}
+
+/// A reverse proxy open to the public (`--allow`) let any client `PURGE` any entry: one
+/// request per object empties the cache and sends every client to the origin. `PURGE` is
+/// now for loopback clients and `--purge-allow` networks only; others get `403` and the
+/// entry stays.
+pub fn purge_is_refused_to_clients_outside_the_purge_acl(backend: &str) {
+    let Some(address) = non_loopback_address() else {
+        println!("skipped: this machine has no non-loopback IPv4 address");
+        return;
+    };
+    let origin = ScriptedOrigin::start(poison_script);
+    let public = format!("{address}/32");
+    let reverse = origin.url("");
+    let request = |target: &str, method: &str| {
+        format!(
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            origin.address
+        )
+    };
+    let proxy = Proxy::start_on(
+        "0.0.0.0:0",
+        backend,
+        &["--allow", &public, "--reverse", &reverse],
+    );
+    let outside: std::net::SocketAddr = format!("{address}:{}", proxy.address.port())
+        .parse()
+        .expect("an address");
+    let loopback: std::net::SocketAddr = ([127, 0, 0, 1], proxy.address.port()).into();
+    let stored = raw_exchange(outside, request("/purge-me", "GET").as_bytes());
+    assert!(stored.contains("stored"), "{stored}");
+    let refused = raw_exchange(outside, request("/purge-me", "PURGE").as_bytes());
+    assert!(refused.starts_with("HTTP/1.1 403 "), "{refused}");
+    let hit = raw_exchange(outside, request("/purge-me", "GET").as_bytes());
+    assert!(hit.contains("; hit"), "{hit}");
+    let purged = raw_exchange(loopback, request("/purge-me", "PURGE").as_bytes());
+    assert!(purged.starts_with("HTTP/1.1 200 "), "{purged}");
+    // With --purge-allow, that network may purge too.
+    let proxy = Proxy::start_on(
+        "0.0.0.0:0",
+        backend,
+        &[
+            "--allow",
+            &public,
+            "--purge-allow",
+            &public,
+            "--reverse",
+            &reverse,
+        ],
+    );
+    let outside: std::net::SocketAddr = format!("{address}:{}", proxy.address.port())
+        .parse()
+        .expect("an address");
+    raw_exchange(outside, request("/purge-me-too", "GET").as_bytes());
+    let purged = raw_exchange(outside, request("/purge-me-too", "PURGE").as_bytes());
+    assert!(purged.starts_with("HTTP/1.1 200 "), "{purged}");
 }

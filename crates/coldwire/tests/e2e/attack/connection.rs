@@ -143,3 +143,85 @@ pub fn a_request_followed_by_a_half_close_is_answered(backend: &str) {
         }
     }
 }
+
+/// An origin that reads a request body slowly (at most 4 KiB every 50 ms, from a small
+/// receive buffer) and answers once it has all of it, with the body's length.
+fn start_slow_reading_origin() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding");
+    let address = listener.local_addr().expect("an address");
+    // A small receive window: what the origin has not read stays in the proxy's kernel.
+    socket2::SockRef::from(&listener)
+        .set_recv_buffer_size(16 * 1024)
+        .expect("a receive buffer size");
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut stream = stream;
+                let mut received = Vec::new();
+                let mut buffer = [0u8; 16 * 1024];
+                let (head_end, length) = loop {
+                    let Ok(read) = stream.read(&mut buffer) else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    received.extend_from_slice(&buffer[..read]);
+                    let text = String::from_utf8_lossy(&received).to_ascii_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|value| value.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (end + 4, length);
+                    }
+                };
+                let mut got = received.len() - head_end;
+                while got < length {
+                    thread::sleep(Duration::from_millis(50));
+                    match stream.read(&mut buffer[..4096]) {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => got += read,
+                    }
+                }
+                let body = format!("got={got}");
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    address
+}
+
+/// A fast client's upload to an origin that reads it slowly: the proxy hands the body to
+/// the kernel at once (several hundred KiB wait in its send buffer) and the origin takes
+/// seconds to read it. `--upstream-timeout` (3 s) ran from the last byte the proxy
+/// queued, so the origin — still reading — was answered `504`. The origin's timer now sees
+/// the kernel's queue for it shrinking (as the client write timeout does) and waits on.
+pub fn an_origin_still_reading_the_request_body_is_not_timed_out(backend: &str) {
+    let origin = start_slow_reading_origin();
+    let reverse = format!("http://{origin}");
+    let proxy = coldwire_testkit::Proxy::start(
+        backend,
+        &["--reverse", &reverse, "--upstream-timeout", "3s"],
+    );
+    let length = 384 * 1024;
+    let mut stream = TcpStream::connect(proxy.address).expect("connecting");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout");
+    let head = format!(
+        "POST /slow-reader HTTP/1.1\r\nHost: {origin}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).expect("sending the head");
+    stream
+        .write_all(&vec![b'b'; length])
+        .expect("sending the body");
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(answer.ends_with(&format!("got={length}")), "{answer}");
+}
