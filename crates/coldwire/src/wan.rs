@@ -31,11 +31,12 @@ pub struct WanArgs {
     /// Extra delay drawn uniformly in [0, JITTER] for every piece of data (order is kept).
     #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_duration)]
     pub jitter: Duration,
-    /// Bandwidth of each connection, each direction: 10Mbit, 512kbit, 1Gbit, or bits/s.
+    /// Bandwidth of each connection, each direction: 10Mbit, 512kbit, 1Gbit, or bits/s
+    /// (unlimited when not given).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub bandwidth: Option<u64>,
     /// Bandwidth shared by all connections of a worker, each direction (use --workers 1 for
-    /// one limit over the whole relay).
+    /// one limit over the whole relay; unlimited when not given).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub aggregate_bandwidth: Option<u64>,
     /// Probability that a 1460-byte segment is lost: 0.05% or 0.0005. Its effect is
