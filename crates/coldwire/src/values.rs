@@ -29,12 +29,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// `HOST:PORT` (IPv6 as `[::1]:8080`), or `PORT` / `:PORT` for every IPv4 interface.
+/// `HOST:PORT` (IPv6 as `[::1]:8080`), or `PORT` / `:PORT` / `*:PORT` for every IPv4
+/// interface (as nginx's `listen`); `localhost:PORT` is `127.0.0.1:PORT`.
 pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     let text = text.trim();
-    let port_only = text.strip_prefix(':').unwrap_or(text);
+    let port_only = text
+        .strip_prefix(':')
+        .or_else(|| text.strip_prefix("*:"))
+        .unwrap_or(text);
     if let Ok(port) = port_only.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
+    }
+    if let Some((host, port)) = text.rsplit_once(':')
+        && host.eq_ignore_ascii_case("localhost")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
     text.parse().map_err(|_| {
         format!(
@@ -42,6 +52,29 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
              port (8080 or :8080, every interface)"
         )
     })
+}
+
+/// Where to connect: `HOST:PORT` with an IP address (`127.0.0.1:8080`, `[::1]:8080`) or a
+/// name resolved now (`localhost:8080`, `origin.test:80`; its first address).
+pub fn parse_connect_to(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let text = text.trim();
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let wrong = |why: String| {
+        format!(
+            "{text:?} {why}; write HOST:PORT, e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080"
+        )
+    };
+    match text.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => text
+            .to_socket_addrs()
+            .map_err(|error| wrong(format!("does not resolve ({error})")))?
+            .next()
+            .ok_or_else(|| wrong("resolves to no address".to_owned())),
+        _ => Err(wrong("is not HOST:PORT".to_owned())),
+    }
 }
 
 /// `10Mbit`, `512kbit`, `1Gbit`, `100mbps`, or a number of bits per second.
@@ -164,7 +197,32 @@ mod tests {
             parse_listen("[::1]:80"),
             "[::1]:80".parse().map_err(|_| String::new())
         );
+        assert_eq!(
+            parse_listen("*:80"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 80)))
+        );
+        assert_eq!(
+            parse_listen("localhost:8080"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 8080)))
+        );
         assert!(parse_listen("localhost").unwrap_err().contains("HOST:PORT"));
+        assert!(parse_listen("example.com:80").is_err());
+    }
+
+    #[test]
+    fn connect_to_takes_addresses_and_names() {
+        assert_eq!(
+            parse_connect_to("127.0.0.1:8080"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 8080)))
+        );
+        let local = parse_connect_to("localhost:8080").unwrap();
+        assert!(local.ip().is_loopback() && local.port() == 8080, "{local}");
+        for bad in ["localhost", "127.0.0.1", "host:port"] {
+            assert!(
+                parse_connect_to(bad).unwrap_err().contains("HOST:PORT"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

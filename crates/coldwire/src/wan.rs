@@ -16,8 +16,9 @@ use crate::values::{parse_duration, parse_loss, parse_rate, parse_size};
 /// `coldwire wan`.
 #[derive(Debug, Args)]
 pub struct WanArgs {
-    /// Where every accepted connection is relayed to (HOST:PORT).
-    #[arg(long, value_name = "ADDR")]
+    /// Where every accepted connection is relayed to: HOST:PORT (a host name is resolved
+    /// at start).
+    #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_connect_to)]
     pub to: SocketAddr,
     /// Round-trip time added to every connection, half each way.
     #[arg(long, default_value = "80ms", value_name = "DURATION", value_parser = parse_duration)]
