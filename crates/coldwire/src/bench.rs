@@ -77,8 +77,9 @@ pub struct BenchArgs {
     /// Fail (exit status 99) when the 99.9th percentile exceeds this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub p999: Option<Duration>,
-    /// Send every request to this proxy, with absolute-form request lines.
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Send every request to this proxy, with absolute-form request lines (`HOST:PORT`, or
+    /// `http://HOST:PORT` as curl's -x).
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::values::parse_proxy)]
     pub proxy: Option<SocketAddr>,
     /// Offered requests per second (open loop, as wrk2's -R), or `max` (closed loop, as
     /// wrk: for ceilings, not latency). Default: 1000 (open loop); with -n, `max`.
@@ -122,7 +123,7 @@ pub struct BenchArgs {
     pub cold_mode: ColdMode,
     /// Send the cold connections here instead of the (first) target's address; repeated,
     /// they are shared out among the addresses in turn (several relays).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::values::parse_connect_to)]
     pub cold_target: Vec<SocketAddr>,
     /// Cold connections opened per second.
     #[arg(long, default_value_t = 2000.0, value_name = "PER_SECOND")]

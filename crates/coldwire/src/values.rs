@@ -77,6 +77,19 @@ pub fn parse_connect_to(text: &str) -> Result<SocketAddr, String> {
     }
 }
 
+/// A proxy's address as `--proxy` takes it: `HOST:PORT`, or as curl's `-x` writes it,
+/// `http://HOST:PORT[/]`.
+pub fn parse_proxy(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if text.starts_with("https://") {
+        return Err(format!(
+            "{text:?}: the proxy is spoken to in plain HTTP; write http://HOST:PORT or HOST:PORT"
+        ));
+    }
+    let bare = text.strip_prefix("http://").unwrap_or(text);
+    parse_connect_to(bare.strip_suffix('/').unwrap_or(bare))
+}
+
 /// `10Mbit`, `512kbit`, `1Gbit`, `100mbps`, or a number of bits per second.
 pub fn parse_rate(text: &str) -> Result<u64, String> {
     let lower = text.trim().to_ascii_lowercase();
@@ -207,6 +220,19 @@ mod tests {
         );
         assert!(parse_listen("localhost").unwrap_err().contains("HOST:PORT"));
         assert!(parse_listen("example.com:80").is_err());
+    }
+
+    #[test]
+    fn a_proxy_is_written_as_curl_writes_it_or_bare() {
+        let expected = Ok(SocketAddr::from(([127, 0, 0, 1], 3128)));
+        for text in [
+            "127.0.0.1:3128",
+            "http://127.0.0.1:3128",
+            "http://127.0.0.1:3128/",
+        ] {
+            assert_eq!(parse_proxy(text), expected, "{text}");
+        }
+        assert!(parse_proxy("https://127.0.0.1:3128").is_err());
     }
 
     #[test]
