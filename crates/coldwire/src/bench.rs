@@ -173,9 +173,9 @@ pub struct BenchArgs {
     /// proxy) address before the run gives up (a plain number is seconds).
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub spawn_wait: Duration,
-    /// coldwire's stats endpoint (serve --admin ADDR → http://ADDR/stats): syscalls, waits
-    /// and events per request.
-    #[arg(long, value_name = "URL")]
+    /// coldwire's stats endpoint (serve --admin ADDR → http://ADDR/stats, or ADDR alone, as
+    /// `coldwire top` takes it): syscalls, waits and events per request.
+    #[arg(long, value_name = "URL", value_parser = crate::values::parse_stats_url)]
     pub server_stats: Option<String>,
     /// Write every figure and the run's parameters as JSON (schema: docs/bench-json.md);
     /// `-` writes it to stdout (the table then goes to stderr). No JSON is written unless

@@ -90,6 +90,27 @@ pub fn parse_proxy(text: &str) -> Result<SocketAddr, String> {
     parse_connect_to(bare.strip_suffix('/').unwrap_or(bare))
 }
 
+/// A coldwire stats endpoint: `http://ADDR/stats` as given, or the admin address alone
+/// (`ADDR`, `http://ADDR`, `http://ADDR/`), to which `/stats` is added.
+pub fn parse_stats_url(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let url = if text.contains("://") {
+        text.to_owned()
+    } else {
+        format!("http://{text}")
+    };
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(format!(
+            "{text:?}: the stats endpoint is plain HTTP; write http://ADDR/stats or ADDR (the server's --admin address)"
+        ));
+    };
+    Ok(match rest.find('/') {
+        None => format!("{url}/stats"),
+        Some(slash) if slash + 1 == rest.len() => format!("{url}stats"),
+        Some(_) => url,
+    })
+}
+
 /// `10Mbit`, `512kbit`, `1Gbit`, `100mbps`, or a number of bits per second.
 pub fn parse_rate(text: &str) -> Result<u64, String> {
     let lower = text.trim().to_ascii_lowercase();
@@ -233,6 +254,23 @@ mod tests {
             assert_eq!(parse_proxy(text), expected, "{text}");
         }
         assert!(parse_proxy("https://127.0.0.1:3128").is_err());
+    }
+
+    #[test]
+    fn a_stats_url_may_be_the_admin_address_alone() {
+        for text in [
+            "127.0.0.1:9090",
+            "http://127.0.0.1:9090",
+            "http://127.0.0.1:9090/",
+            "http://127.0.0.1:9090/stats",
+        ] {
+            assert_eq!(
+                parse_stats_url(text).as_deref(),
+                Ok("http://127.0.0.1:9090/stats"),
+                "{text}"
+            );
+        }
+        assert!(parse_stats_url("https://127.0.0.1:9090/stats").is_err());
     }
 
     #[test]
