@@ -439,7 +439,7 @@ pub(crate) fn run_one(
         .context("cannot create the generator's event loop")?
 }
 
-/// Starts the thread that turns SIGINT/SIGTERM into a stop request (results so far are
+/// Starts the thread that turns SIGINT/SIGTERM/SIGQUIT into a stop request (results so far are
 /// reported; a second signal is not needed).
 fn stop_on_signal() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));

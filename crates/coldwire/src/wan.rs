@@ -1,6 +1,6 @@
 //! `coldwire wan`: builds a [`WanConfig`] from the flags, starts the WAN relay, prints where
 //! it listens (stdout, for scripts), reloads its configuration file on SIGHUP (the path
-//! model changes live), and stops it on SIGINT or SIGTERM.
+//! model changes live), and stops it on SIGINT, SIGTERM or SIGQUIT.
 
 use std::net::SocketAddr;
 use std::time::Duration;
