@@ -10,7 +10,11 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum ServerError {
     /// The document root cannot be opened.
-    #[error("cannot open document root {path}: {source} — {}", root_fix(source))]
+    #[error(
+        "cannot open document root {}: {source} — {}",
+        shown_path(path),
+        root_fix(source)
+    )]
     Root {
         /// The root given.
         path: PathBuf,
@@ -128,6 +132,19 @@ fn listen_fix(address: SocketAddr, error: &io::Error, flag: &str) -> String {
     }
 }
 
+/// A path as given, and for a relative one where it was looked for (a configuration file's
+/// paths are relative to the working directory, `/` under systemd, not to the file).
+fn shown_path(path: &std::path::Path) -> String {
+    match std::env::current_dir() {
+        Ok(directory) if path.is_relative() => format!(
+            "{} (relative to the working directory {})",
+            path.display(),
+            directory.display()
+        ),
+        _ => path.display().to_string(),
+    }
+}
+
 /// What to do when the document root cannot be opened.
 fn root_fix(error: &io::Error) -> &'static str {
     match error.kind() {
@@ -161,5 +178,26 @@ mod tests {
         }
         let in_use = listen_message(io::ErrorKind::AddrInUse.into());
         assert!(in_use.contains("ss -ltnp"), "{in_use}");
+    }
+
+    #[test]
+    fn a_relative_root_says_where_it_was_looked_for() {
+        let root = |path: &str| {
+            ServerError::Root {
+                path: path.into(),
+                source: io::ErrorKind::NotFound.into(),
+            }
+            .to_string()
+        };
+        assert!(
+            root("www").contains("relative to the working directory /"),
+            "{}",
+            root("www")
+        );
+        assert!(
+            !root("/srv/www").contains("relative"),
+            "{}",
+            root("/srv/www")
+        );
     }
 }

@@ -77,12 +77,42 @@ fn parse_arguments() -> Result<cli::Cli, u8> {
     })?;
     cli::Cli::try_parse_from(arguments).map_err(|error| {
         let _ = error.print();
+        if let Some(hint) = unknown_flag_hint(&error) {
+            coldwire_server::console::err(format_args!("tip: {hint}"));
+        }
         if error.use_stderr() {
             exit_status::USAGE
         } else {
             exit_status::OK
         }
     })
+}
+
+/// For a flag other servers have and coldwire spells another way (`--port`, `--bind`,
+/// `--threads`), where its setting is.
+fn unknown_flag_hint(error: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(flag)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    flag_hint(flag.split('=').next().unwrap_or(flag))
+}
+
+/// See [`unknown_flag_hint`].
+fn flag_hint(flag: &str) -> Option<&'static str> {
+    match flag {
+        "--port" | "-p" | "--bind" | "-b" | "--host" | "--address" | "--addr" | "-l" => Some(
+            "address and port are one flag: --listen PORT (every interface), --listen \
+             127.0.0.1:PORT or --listen [::1]:PORT",
+        ),
+        "--threads" | "-t" | "--worker-processes" => {
+            Some("the servers' threads are --workers N (default: one per core)")
+        }
+        _ => None,
+    }
 }
 
 /// The error and its causes, `: `-separated, leaving out a cause whose text the message

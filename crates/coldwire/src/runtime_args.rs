@@ -47,7 +47,8 @@ pub struct RuntimeArgs {
     /// Worker threads, each with its own SO_REUSEPORT listener [default: one per core].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
-    /// Pin worker i to CPU i.
+    /// Pin worker i to CPU i (modulo the number of CPUs: with more workers than CPUs,
+    /// several share one).
     #[arg(long)]
     pub pin: bool,
     /// Time allowed for a whole request head once it has started (slowloris guard).

@@ -42,7 +42,7 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Where to write it (`-` for stdout).
-    #[arg(long, default_value = "-")]
+    #[arg(long, default_value = "-", value_name = "FILE")]
     pub out: PathBuf,
 }
 

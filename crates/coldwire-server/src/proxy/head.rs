@@ -229,17 +229,28 @@ pub fn write_upstream_request_for(
         }
     }
     if let Some(client) = client {
-        write_forwarded_for(out, head, client);
+        // Values of a field the client's `Connection` names are hop-by-hop: not passed on.
+        let keep_values = !named_in(&named, b"x-forwarded-for");
+        write_forwarded_for(out, head, client, keep_values);
     }
     write_via(out, via_name);
     out.extend_from_slice(b"\r\n");
 }
 
-/// `X-Forwarded-For: <the request's values>, <client>` (IPv4-mapped addresses as IPv4).
-fn write_forwarded_for(out: &mut Vec<u8>, head: &RequestHead<'_>, client: IpAddr) {
+/// `X-Forwarded-For: <the request's values>, <client>` (IPv4-mapped addresses as IPv4;
+/// the request's values only when `keep_values`).
+fn write_forwarded_for(
+    out: &mut Vec<u8>,
+    head: &RequestHead<'_>,
+    client: IpAddr,
+    keep_values: bool,
+) {
     use std::io::Write as _;
     out.extend_from_slice(b"X-Forwarded-For: ");
-    for value in head.header_values("x-forwarded-for") {
+    for value in head
+        .header_values("x-forwarded-for")
+        .filter(|_| keep_values)
+    {
         let value = value.trim_ascii();
         if !value.is_empty() {
             out.extend_from_slice(value);
@@ -509,6 +520,14 @@ mod tests {
             ),
             "GET / HTTP/1.1\r\nHost: o\r\n\
              X-Forwarded-For: 1.2.3.4, 5.6.7.8, ::1, 127.0.0.1\r\nVia: 1.1 cw\r\n\r\n"
+        );
+        assert_eq!(
+            upstream(
+                "GET / HTTP/1.1\r\nHost: o\r\nConnection: X-Forwarded-For\r\n\
+                 X-Forwarded-For: 1.2.3.4\r\n\r\n",
+                "192.0.2.7"
+            ),
+            "GET / HTTP/1.1\r\nHost: o\r\nX-Forwarded-For: 192.0.2.7\r\nVia: 1.1 cw\r\n\r\n"
         );
     }
 

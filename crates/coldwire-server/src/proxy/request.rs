@@ -144,6 +144,14 @@ impl<D: Driver> Worker<D> {
             Route::PortRefused(port) => {
                 return Ok(self.refuse_connect_port(client, head, port, output));
             }
+            Route::NotAProxyRequest => {
+                let mut problem = not_a_proxy_request(head);
+                if let Some(line) = super::error::line_for_error_log(client, head) {
+                    problem = problem.request(line);
+                }
+                self.http.rejected += 1;
+                return Ok(self.answer_problem(client, head.version(), &problem, false, output));
+            }
             Route::Tunnel { host, port } => {
                 self.queue_pending(client, output);
                 self.start_tunnel(client, host.to_owned(), port);
@@ -196,6 +204,25 @@ impl<D: Driver> Worker<D> {
         let pending = std::mem::replace(output, Output::new(client.session.id));
         pending.finish(&mut self.driver);
     }
+}
+
+/// The answer to an origin-form request sent to a forward proxy (someone opened the
+/// proxy's address as a web site): how a forward proxy is used, and `--reverse`.
+fn not_a_proxy_request(head: &RequestHead<'_>) -> Problem {
+    Problem::new(
+        coldwire_http::Status::BAD_REQUEST,
+        ProblemKind::HttpRequestError,
+    )
+    .details(format!(
+        "\"{} {}\" asks for a path, as from a web server; this is a forward proxy, which \
+         takes absolute URLs (GET http://host/path) and CONNECT",
+        head.method_str(),
+        head.target()
+    ))
+    .advice(
+        "Use it as a proxy (curl -x http://PROXY_ADDR http://example.com/, or http_proxy=...), \
+         or start it with --reverse http://HOST:PORT to put it in front of one origin.",
+    )
 }
 
 /// The answer to a request `route` refused: a client outside the ACL, or a forwarding

@@ -8,7 +8,8 @@
 //! unframed upstream), and so is a target with characters a URI cannot hold (`\`, `"`,
 //! `{`, `|`...) or a broken `%` escape; a forward proxy takes absolute-form `http://` targets and CONNECT
 //! (to allowed ports; 403 with the reason otherwise), refuses `https://` in absolute form
-//! (400: use CONNECT) and origin-form (400: it is not a web server); a reverse proxy sends
+//! (400: use CONNECT) and origin-form (400 saying how a forward proxy is used: it is not a
+//! web server); a reverse proxy sends
 //! everything to its origin, refuses CONNECT (405), and keeps the client's `Host` (or the
 //! origin's authority for an HTTP/1.0 request without one).
 
@@ -40,6 +41,9 @@ pub(super) enum Route<'a> {
     Refused,
     /// A CONNECT to a port the policy does not allow: 403 with a text saying why.
     PortRefused(u16),
+    /// An origin-form request (`GET /x`) to a forward proxy, as a browser or curl sends to
+    /// a web server: 400 with a text saying how a forward proxy is used.
+    NotAProxyRequest,
     /// A CONNECT tunnel to `host:port`.
     Tunnel {
         /// Host to resolve.
@@ -134,7 +138,9 @@ pub(super) fn route<'a>(
             return Err(ExchangeError::policy(Status::METHOD_NOT_ALLOWED));
         }
         // An origin-form request to a forward proxy: it is not a web server.
-        (Target::Origin { .. } | Target::Asterisk, Mode::Forward) => return Err(bad_request()),
+        (Target::Origin { .. } | Target::Asterisk, Mode::Forward) => {
+            return Ok(Route::NotAProxyRequest);
+        }
     };
     Ok(Route::Origin(destination))
 }
@@ -213,6 +219,7 @@ mod tests {
         Ok(match route(config, denied, &head)? {
             Route::Refused => "refused".to_owned(),
             Route::PortRefused(port) => format!("port {port} refused"),
+            Route::NotAProxyRequest => "not a proxy request".to_owned(),
             Route::Tunnel { host, port } => format!("tunnel {host}:{port}"),
             Route::Origin(to) => {
                 format!(
@@ -250,8 +257,8 @@ mod tests {
             ),
             Ok("port 25 refused".to_owned())
         );
-        let error = routed(&forward, false, "GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n");
-        assert_eq!(error, Err(ExchangeError::client(Status::BAD_REQUEST)));
+        let origin_form = routed(&forward, false, "GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n");
+        assert_eq!(origin_form, Ok("not a proxy request".to_owned()));
         let https = routed(
             &forward,
             false,

@@ -278,6 +278,29 @@ fn run(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// Flags other servers have and coldwire spells another way are a usage error with a tip
+/// naming coldwire's flag (`--port` → `--listen`, `--threads` → `--workers`).
+#[test]
+fn other_servers_flags_get_a_tip() {
+    let root = coldwire_testkit::docs_directory();
+    for (flag, value, tip) in [
+        ("--port", "8080", "--listen PORT"),
+        ("-p", "8080", "--listen PORT"),
+        ("--bind", "0.0.0.0", "--listen"),
+        ("--threads", "4", "--workers N"),
+    ] {
+        let (code, stderr) = run(&["serve", "--root", &root, flag, value]);
+        assert_eq!(code, Some(64), "{flag}: {stderr}");
+        assert!(
+            stderr.contains("tip: ") && stderr.contains(tip),
+            "{flag}: {stderr}"
+        );
+    }
+    let (code, stderr) = run(&["serve", "--root", &root, "--nonsense"]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(!stderr.contains("tip: address"), "{stderr}");
+}
+
 /// Each class of start-up failure has its exit status (docs/operations.md), and its
 /// message is one line naming the problem and the fix.
 #[test]

@@ -222,7 +222,13 @@ pub(super) fn garbage_request_gets_400(backend: &str) {
         .unwrap();
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
-    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"));
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    // ... which says how a forward proxy is used (someone opened it as a web site).
+    assert!(
+        answer.contains("this is a forward proxy") && answer.contains("--reverse"),
+        "{answer}"
+    );
 }
 
 /// 1 MiB and 64 MiB bodies through copy, splice and splice+tee (cache on), as a miss and,
