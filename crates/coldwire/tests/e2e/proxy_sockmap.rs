@@ -460,8 +460,25 @@ fn an_end_of_stream_while_half_inserted_loses_nothing(backend: &str) {
 fn a_slow_reader_gets_every_byte(backend: &str) {
     let origin = TunnelOrigin::start();
     let proxy = sockmap_proxy(backend, &origin, &[]);
-    exact_tunnel(&proxy, &origin, 1 << 20, 8 << 20, true);
-    expect_counted(&proxy, backend, 1);
+    // Every try is byte-exact; one falls back to user space when a loaded machine delays
+    // the insertion past the client's end of stream (`expect_counted`), so a single
+    // tunnel is tried again (at most three times) until one is spliced in the kernel.
+    for tries in 1..=3u64 {
+        exact_tunnel(&proxy, &origin, 1 << 20, 8 << 20, true);
+        if backend == "uring" || tries == 3 || counter(&proxy, "tunnels_sockmap") > 0 {
+            expect_counted(&proxy, backend, tries);
+            return;
+        }
+        // The fallback is counted once the tunnel's end reaches the proxy.
+        let deadline = Instant::now() + HANG;
+        while counter(&proxy, "sockmap_fallbacks") < tries && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        if counter(&proxy, "tunnels_sockmap") > 0 {
+            expect_counted(&proxy, backend, tries);
+            return;
+        }
+    }
 }
 
 fn two_hundred_tunnels_at_once(backend: &str) {
