@@ -23,6 +23,7 @@ use file_cases::{
     consecutive_files_on_different_connections_arrive_intact,
     file_work_runs_on_the_ring_or_comes_back, sends_files_with_sendfile,
 };
+use splice_cases::closed::a_transfer_closed_mid_splice_leaves_no_bytes_for_the_next;
 use splice_cases::{
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
@@ -50,6 +51,7 @@ coldwire_io::for_each_backend!(
     a_second_flush_of_written_output_is_done,
     splice_moves_a_length_and_keeps_an_exact_copy,
     splice_until_end_of_stream_and_reports_an_early_end,
+    a_transfer_closed_mid_splice_leaves_no_bytes_for_the_next,
     a_cold_file_range_is_read_ahead_and_arrives_exact,
     file_work_runs_on_the_ring_or_comes_back,
 );

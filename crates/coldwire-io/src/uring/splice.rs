@@ -21,7 +21,11 @@
 //! cancels its operation (by `user_data`: a queued io-wq request has no file yet, so a
 //! cancellation by descriptor would miss it) and the sockets are closed only after that
 //! operation's completion. Memory the kernel writes (the copy) and the pipes are likewise
-//! released only after the last completion.
+//! released only after the last completion, and a pipe goes back to the pool only when it
+//! is empty — counting the bytes of a splice into it that completed although its
+//! cancellation had been asked (found 2026-11-28: such a pipe, pooled with a reset
+//! tunnel's bytes, sent them ahead of the next tunnel's; test
+//! `a_transfer_closed_mid_splice_leaves_no_bytes_for_the_next`).
 //!
 //! The sockets are blocking (see `driver.rs`) and the pipes non-blocking: a splice from a
 //! socket waits in its worker for data, a splice to a socket for room, and a splice never
@@ -433,6 +437,15 @@ impl UringDriver {
             return;
         };
         if transfer.state.cancelled {
+            // The operation may have finished before its cancellation reached it: bytes a
+            // splice moved into the pipe keep the pipe out of the pool (the next transfer
+            // would send them first — another connection's bytes).
+            if transfer.state.step == Step::In
+                && result > 0
+                && let Some(transfer) = self.transfer(slot)
+            {
+                transfer.in_pipe += result as usize;
+            }
             self.drop_transfer(slot);
             return;
         }

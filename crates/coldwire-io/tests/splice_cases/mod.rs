@@ -1,12 +1,15 @@
 //! Splice conformance cases, generic over any [`Driver`]: a driver that does not support
 //! `splice` prints `skipped: <reason>` and passes; one that does must move bytes exactly,
 //! keep an exact copy when asked, end an unbounded transfer at the source's end of stream,
-//! and report a source that ends early.
+//! and report a source that ends early; a transfer closed mid-splice must leave no bytes
+//! for the next one (`closed.rs`).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
+
+pub mod closed;
 
 use crate::support::run_until;
 use coldwire_io::{Completion, ConnectionId, Driver, Splice};
