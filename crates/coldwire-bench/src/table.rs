@@ -83,8 +83,9 @@ pub fn rate_column(values: &[Option<f64>]) -> Vec<String> {
 }
 
 /// Latencies (given in µs) in milliseconds, one number of decimals per column chosen by
-/// its largest value (3 below 1 ms, 2 below 10 ms, 1 below 100 ms, else 0); `None` (no
-/// successful response measured) is "–".
+/// its largest value (3 below 1 ms, 2 below 10 ms, 1 below 100 ms, else 0); a value that
+/// would round to zero is `<1` (`<0.1`, ...); `None` (no successful response measured) is
+/// "–".
 pub fn latency_column(values: &[Option<f64>]) -> Vec<String> {
     let largest = values
         .iter()
@@ -103,7 +104,15 @@ pub fn latency_column(values: &[Option<f64>]) -> Vec<String> {
         .iter()
         .map(|value| {
             value.map_or("–".to_owned(), |value| {
-                format!("{:.decimals$}", value / 1000.0)
+                let text = format!("{:.decimals$}", value / 1000.0);
+                // A latency that rounds to zero at the column's precision is not zero:
+                // `<1` (or `<0.1`...), never `0`.
+                if value > 0.0 && text.bytes().all(|byte| byte == b'0' || byte == b'.') {
+                    let unit = ["1", "0.1", "0.01", "0.001"][decimals.min(3)];
+                    format!("<{unit}")
+                } else {
+                    text
+                }
             })
         })
         .collect()
@@ -613,6 +622,14 @@ mod tests {
         assert_eq!(
             latency_column(&[Some(150_000.0), Some(900.0)]),
             ["150", "1"]
+        );
+        assert_eq!(
+            latency_column(&[Some(569_000.0), Some(34.0), Some(0.0)]),
+            ["569", "<1", "0"]
+        );
+        assert_eq!(
+            latency_column(&[Some(20_000.0), Some(40.0)]),
+            ["20.0", "<0.1"]
         );
         assert_eq!(fixed_column(&[Some(1.234), None], 1), ["1.2", "–"]);
     }

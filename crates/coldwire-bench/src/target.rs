@@ -143,6 +143,11 @@ impl Target {
         let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (rest, false),
             (_, Some(rest)) => (rest, true),
+            _ if !url.contains("://") => {
+                return Err(bad(
+                    "no scheme: start it with http:// (or https://), as wrk, ab and h2load need",
+                ));
+            }
             _ => return Err(bad("only http:// and https:// URLs are supported")),
         };
         let default_port = if tls { 443 } else { 80 };
@@ -297,6 +302,17 @@ mod tests {
         ] {
             assert!(Target::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_url_without_a_scheme_is_told_to_add_one() {
+        let error = Target::parse("127.0.0.1:8080/index.html").unwrap_err();
+        assert!(
+            error.to_string().contains("start it with http://"),
+            "{error}"
+        );
+        let error = Target::parse("ftp://x").unwrap_err();
+        assert!(error.to_string().contains("only http://"), "{error}");
     }
 
     #[test]

@@ -7,8 +7,8 @@
 /// The type served for unknown extensions.
 pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
 
-/// Longest extension in the table (`woff2`, `json`, ...); longer ones are unknown.
-const MAX_EXTENSION_LEN: usize = 5;
+/// Longest extension in the table (`webmanifest`); longer ones are unknown.
+const MAX_EXTENSION_LEN: usize = 11;
 
 /// The `Content-Type` value for a file path (any bytes; only the extension is looked at).
 pub fn content_type_for(path: &[u8]) -> &'static str {
@@ -43,6 +43,14 @@ fn by_lowercase_extension(extension: &[u8]) -> &'static str {
         b"xml" => "text/xml; charset=utf-8",
         b"csv" => "text/csv; charset=utf-8",
         b"md" => "text/markdown; charset=utf-8",
+        b"log" => "text/plain; charset=utf-8",
+        b"xhtml" => "application/xhtml+xml",
+        b"atom" => "application/atom+xml",
+        b"rss" => "application/rss+xml",
+        b"map" => "application/json",
+        b"webmanifest" => "application/manifest+json",
+        b"yaml" | b"yml" => "application/yaml",
+        b"toml" => "application/toml",
         b"svg" => "image/svg+xml",
         b"png" => "image/png",
         b"jpg" | b"jpeg" => "image/jpeg",
@@ -50,6 +58,7 @@ fn by_lowercase_extension(extension: &[u8]) -> &'static str {
         b"webp" => "image/webp",
         b"avif" => "image/avif",
         b"ico" => "image/x-icon",
+        b"bmp" => "image/bmp",
         b"pdf" => "application/pdf",
         b"wasm" => "application/wasm",
         b"woff" => "font/woff",
@@ -58,12 +67,21 @@ fn by_lowercase_extension(extension: &[u8]) -> &'static str {
         b"otf" => "font/otf",
         b"mp4" => "video/mp4",
         b"webm" => "video/webm",
+        b"mov" => "video/quicktime",
         b"mp3" => "audio/mpeg",
         b"ogg" => "audio/ogg",
         b"wav" => "audio/wav",
+        b"m4a" => "audio/mp4",
+        b"flac" => "audio/flac",
+        b"opus" => "audio/opus",
+        b"epub" => "application/epub+zip",
         b"zip" => "application/zip",
         b"gz" => "application/gzip",
         b"tar" => "application/x-tar",
+        b"xz" => "application/x-xz",
+        b"bz2" => "application/x-bzip2",
+        b"zst" => "application/zstd",
+        b"7z" => "application/x-7z-compressed",
         _ => DEFAULT_CONTENT_TYPE,
     }
 }
@@ -91,6 +109,13 @@ mod tests {
             content_type_for(b"README.md"),
             "text/markdown; charset=utf-8"
         );
+        assert_eq!(
+            content_type_for(b"site.webmanifest"),
+            "application/manifest+json"
+        );
+        assert_eq!(content_type_for(b"app.js.map"), "application/json");
+        assert_eq!(content_type_for(b"conf.YML"), "application/yaml");
+        assert_eq!(content_type_for(b"x.log"), "text/plain; charset=utf-8");
     }
 
     #[test]
@@ -101,7 +126,7 @@ mod tests {
             b".bashrc",
             b"dir.d/file",
             b"file.",
-            b"file.verylongext",
+            b"file.muchtoolongext",
             b"file.\xff",
         ] {
             assert_eq!(content_type_for(path), DEFAULT_CONTENT_TYPE, "{path:?}");

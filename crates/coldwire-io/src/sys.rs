@@ -176,6 +176,38 @@ pub fn send_vectored(fd: RawFd, slices: &[IoSlice<'_>], more: bool) -> io::Resul
     })
 }
 
+/// [`send_vectored`] that never blocks, whatever the socket's mode (`MSG_DONTWAIT`):
+/// the io_uring driver's sockets are blocking (io_uring parks its operations on them), and
+/// a send tried at once must not park the loop.
+pub fn send_vectored_now(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    retry_interrupted(|| {
+        // SAFETY: zeroed msghdr is valid (no name, no control data).
+        let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec on Unix (documented by std).
+        message.msg_iov = slices.as_ptr() as *mut libc::iovec;
+        message.msg_iovlen = slices.len();
+        // SAFETY: msg_iov points to `slices.len()` valid iovecs borrowed for the call; the
+        // kernel only reads them.
+        unsafe { libc::sendmsg(fd, &message, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) }
+    })
+}
+
+/// [`recv`] that never blocks, whatever the socket's mode (`MSG_DONTWAIT`; see
+/// [`send_vectored_now`]).
+pub fn recv_now(fd: RawFd, buffer: &mut [u8]) -> io::Result<usize> {
+    retry_interrupted(|| {
+        // SAFETY: the pointer and length describe a writable slice we borrow mutably.
+        unsafe {
+            libc::recv(
+                fd,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                libc::MSG_DONTWAIT,
+            )
+        }
+    })
+}
+
 /// Sends `count` bytes of `file` from `offset` to the socket `fd` (advancing `offset`).
 pub fn sendfile(fd: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
     let mut kernel_offset = *offset as libc::off_t;

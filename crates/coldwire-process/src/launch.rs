@@ -238,6 +238,7 @@ fn prepare_child(command: &mut Command, cpu: Option<usize>) {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGINT);
             libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGQUIT);
             libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             if let Some(cpu) = cpu {

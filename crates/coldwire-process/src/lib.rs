@@ -10,8 +10,8 @@
 //!   or for its port to accept, read the tail of its stderr for error messages, send it
 //!   signals, run it to completion with a time bound, stop it.
 //!
-//! Invariants: every child gets SIGINT and SIGTERM unblocked and SIGPIPE at its default
-//! (coldwire blocks the first two and ignores the last in its own threads, and a child
+//! Invariants: every child gets SIGINT, SIGTERM and SIGQUIT unblocked and SIGPIPE at its
+//! default (coldwire blocks the first three and ignores the last in its own threads, and a child
 //! would inherit that); a child never outlives its [`Process`]: dropping the handle stops
 //! it (SIGTERM, the grace period, SIGKILL) and reaps it.
 //!

@@ -26,10 +26,11 @@ pub fn cpu_count() -> usize {
     std::thread::available_parallelism().map_or(1, |cores| cores.get())
 }
 
-/// The signals the dedicated thread takes: SIGINT and SIGTERM stop the server, SIGHUP
-/// reloads, SIGUSR1 reopens the logs, SIGUSR2 upgrades the binary; all are taken, so that
-/// their default action (terminate) can never kill the process and lose buffered
-/// access-log lines.
+/// The signals the dedicated thread takes: SIGINT, SIGTERM and SIGQUIT (nginx's graceful
+/// stop, `nginx -s quit`) stop the server, SIGHUP reloads, SIGUSR1 reopens the logs,
+/// SIGUSR2 upgrades the binary; all are taken, so that their default action (terminate,
+/// or a core dump for SIGQUIT) can never kill the process and lose buffered access-log
+/// lines.
 fn handled_signals() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill a local sigset_t.
     unsafe {
@@ -38,6 +39,7 @@ fn handled_signals() -> libc::sigset_t {
         for signal in [
             libc::SIGINT,
             libc::SIGTERM,
+            libc::SIGQUIT,
             libc::SIGHUP,
             libc::SIGUSR1,
             libc::SIGUSR2,
@@ -48,7 +50,7 @@ fn handled_signals() -> libc::sigset_t {
     }
 }
 
-/// Blocks SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 in the calling thread and every
+/// Blocks SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1 and SIGUSR2 in the calling thread and every
 /// thread it spawns later, and ignores SIGPIPE (writes to closed sockets and pipes report
 /// `EPIPE` instead). Call first in `main`.
 pub fn block_termination_signals() -> io::Result<()> {
@@ -76,9 +78,9 @@ pub fn wait_for_signal() -> io::Result<i32> {
     Ok(signal)
 }
 
-/// True for the signals that ask a process to stop (SIGINT, SIGTERM).
+/// True for the signals that ask a process to stop (SIGINT, SIGTERM, SIGQUIT).
 pub fn is_termination(signal: i32) -> bool {
-    signal == libc::SIGINT || signal == libc::SIGTERM
+    signal == libc::SIGINT || signal == libc::SIGTERM || signal == libc::SIGQUIT
 }
 
 /// The conventional name of the signals taken here.
@@ -86,6 +88,7 @@ fn signal_name(signal: i32) -> &'static str {
     match signal {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGQUIT => "SIGQUIT",
         libc::SIGHUP => "SIGHUP",
         libc::SIGUSR1 => "SIGUSR1",
         libc::SIGUSR2 => "SIGUSR2",
@@ -99,7 +102,7 @@ pub struct SignalActions {
     pub program: &'static str,
     /// What stopping does, for the message (`finishing in-flight responses`).
     pub message: &'static str,
-    /// Called once on the first SIGINT or SIGTERM.
+    /// Called once on the first SIGINT, SIGTERM or SIGQUIT.
     pub stop: Box<dyn FnOnce() + Send>,
     /// Called on each SIGHUP (reload the configuration); `None`: the subcommand reloads
     /// nothing, which SIGHUP says.
@@ -109,7 +112,7 @@ pub struct SignalActions {
 }
 
 /// Starts the thread that takes the signals blocked beforehand with
-/// [`block_termination_signals`]: SIGINT or SIGTERM tell systemd `STOPPING=1`, say so on
+/// [`block_termination_signals`]: SIGINT, SIGTERM or SIGQUIT tell systemd `STOPPING=1`, say so on
 /// stderr as `PROGRAM: SIGTERM (15), MESSAGE` and stop once; SIGUSR1 reopens every log
 /// file ([`crate::log_files::reopen_all`]); SIGHUP and SIGUSR2 call `reload` and
 /// `upgrade`. It never panics, so it keeps taking signals whatever happens to stderr, and
@@ -179,8 +182,8 @@ fn reopen_logs(program: &str) {
     }
 }
 
-/// [`take_signals`] for a server that reloads nothing and has no binary upgrade: SIGINT
-/// and SIGTERM stop it, SIGUSR1 reopens its logs, SIGHUP and SIGUSR2 are reported.
+/// [`take_signals`] for a server that reloads nothing and has no binary upgrade: SIGINT,
+/// SIGTERM and SIGQUIT stop it, SIGUSR1 reopens its logs, SIGHUP and SIGUSR2 are reported.
 pub fn stop_on_termination_signal(
     program: &'static str,
     message: &'static str,

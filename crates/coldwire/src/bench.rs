@@ -77,8 +77,9 @@ pub struct BenchArgs {
     /// Fail (exit status 99) when the 99.9th percentile exceeds this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub p999: Option<Duration>,
-    /// Send every request to this proxy, with absolute-form request lines.
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Send every request to this proxy, with absolute-form request lines (`HOST:PORT`, or
+    /// `http://HOST:PORT` as curl's -x).
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::values::parse_proxy)]
     pub proxy: Option<SocketAddr>,
     /// Offered requests per second (open loop, as wrk2's -R), or `max` (closed loop, as
     /// wrk: for ceilings, not latency). Default: 1000 (open loop); with -n, `max`.
@@ -122,7 +123,7 @@ pub struct BenchArgs {
     pub cold_mode: ColdMode,
     /// Send the cold connections here instead of the (first) target's address; repeated,
     /// they are shared out among the addresses in turn (several relays).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::values::parse_connect_to)]
     pub cold_target: Vec<SocketAddr>,
     /// Cold connections opened per second.
     #[arg(long, default_value_t = 2000.0, value_name = "PER_SECOND")]
@@ -172,9 +173,9 @@ pub struct BenchArgs {
     /// proxy) address before the run gives up (a plain number is seconds).
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub spawn_wait: Duration,
-    /// coldwire's stats endpoint (serve --admin ADDR → http://ADDR/stats): syscalls, waits
-    /// and events per request.
-    #[arg(long, value_name = "URL")]
+    /// coldwire's stats endpoint (serve --admin ADDR → http://ADDR/stats, or ADDR alone, as
+    /// `coldwire top` takes it): syscalls, waits and events per request.
+    #[arg(long, value_name = "URL", value_parser = crate::values::parse_stats_url)]
     pub server_stats: Option<String>,
     /// Write every figure and the run's parameters as JSON (schema: docs/bench-json.md);
     /// `-` writes it to stdout (the table then goes to stderr). No JSON is written unless
@@ -438,7 +439,7 @@ pub(crate) fn run_one(
         .context("cannot create the generator's event loop")?
 }
 
-/// Starts the thread that turns SIGINT/SIGTERM into a stop request (results so far are
+/// Starts the thread that turns SIGINT/SIGTERM/SIGQUIT into a stop request (results so far are
 /// reported; a second signal is not needed).
 fn stop_on_signal() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));

@@ -1,7 +1,7 @@
 //! `coldwire origin`: builds a [`SimulatorConfig`] from the flags, starts the origin
 //! simulator, prints where it listens (stdout, for scripts), reloads its configuration
 //! file on SIGHUP (the think time and timeouts change live, the objects do not), and stops
-//! it on SIGINT or SIGTERM. With `--trace FILE` it serves the objects of an access log
+//! it on SIGINT, SIGTERM or SIGQUIT. With `--trace FILE` it serves the objects of an access log
 //! instead.
 
 use std::net::SocketAddr;

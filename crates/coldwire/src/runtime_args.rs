@@ -102,7 +102,7 @@ pub struct RuntimeArgs {
     /// How often the stats log gets a line.
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
     pub stats_interval: Duration,
-    /// Time in-flight responses get to finish after SIGINT/SIGTERM.
+    /// Time in-flight responses get to finish after SIGINT/SIGTERM/SIGQUIT.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 }

@@ -1,6 +1,6 @@
 //! `coldwire serve`: builds a [`ServeConfig`] from the flags, starts the server, prints
 //! where it listens (stdout, one line each, for scripts), and stops it gracefully on
-//! SIGINT or SIGTERM.
+//! SIGINT, SIGTERM or SIGQUIT.
 
 use anyhow::Context;
 use coldwire_server::{RunningServer, ServeConfig, system};

@@ -29,18 +29,85 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
-/// `HOST:PORT` (IPv6 as `[::1]:8080`), or `PORT` / `:PORT` for every IPv4 interface.
+/// `HOST:PORT` (IPv6 as `[::1]:8080`), or `PORT` / `:PORT` / `*:PORT` for every IPv4
+/// interface (as nginx's `listen`); `localhost:PORT` is `127.0.0.1:PORT`.
 pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     let text = text.trim();
-    let port_only = text.strip_prefix(':').unwrap_or(text);
+    let port_only = text
+        .strip_prefix(':')
+        .or_else(|| text.strip_prefix("*:"))
+        .unwrap_or(text);
     if let Ok(port) = port_only.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
+    }
+    if let Some((host, port)) = text.rsplit_once(':')
+        && host.eq_ignore_ascii_case("localhost")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
     text.parse().map_err(|_| {
         format!(
             "{text:?} is not an address; write HOST:PORT (127.0.0.1:8080, [::1]:8080) or a \
              port (8080 or :8080, every interface)"
         )
+    })
+}
+
+/// Where to connect: `HOST:PORT` with an IP address (`127.0.0.1:8080`, `[::1]:8080`) or a
+/// name resolved now (`localhost:8080`, `origin.test:80`; its first address).
+pub fn parse_connect_to(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let text = text.trim();
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let wrong = |why: String| {
+        format!(
+            "{text:?} {why}; write HOST:PORT, e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080"
+        )
+    };
+    match text.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => text
+            .to_socket_addrs()
+            .map_err(|error| wrong(format!("does not resolve ({error})")))?
+            .next()
+            .ok_or_else(|| wrong("resolves to no address".to_owned())),
+        _ => Err(wrong("is not HOST:PORT".to_owned())),
+    }
+}
+
+/// A proxy's address as `--proxy` takes it: `HOST:PORT`, or as curl's `-x` writes it,
+/// `http://HOST:PORT[/]`.
+pub fn parse_proxy(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if text.starts_with("https://") {
+        return Err(format!(
+            "{text:?}: the proxy is spoken to in plain HTTP; write http://HOST:PORT or HOST:PORT"
+        ));
+    }
+    let bare = text.strip_prefix("http://").unwrap_or(text);
+    parse_connect_to(bare.strip_suffix('/').unwrap_or(bare))
+}
+
+/// A coldwire stats endpoint: `http://ADDR/stats` as given, or the admin address alone
+/// (`ADDR`, `http://ADDR`, `http://ADDR/`), to which `/stats` is added.
+pub fn parse_stats_url(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let url = if text.contains("://") {
+        text.to_owned()
+    } else {
+        format!("http://{text}")
+    };
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(format!(
+            "{text:?}: the stats endpoint is plain HTTP; write http://ADDR/stats or ADDR (the server's --admin address)"
+        ));
+    };
+    Ok(match rest.find('/') {
+        None => format!("{url}/stats"),
+        Some(slash) if slash + 1 == rest.len() => format!("{url}stats"),
+        Some(_) => url,
     })
 }
 
@@ -164,7 +231,62 @@ mod tests {
             parse_listen("[::1]:80"),
             "[::1]:80".parse().map_err(|_| String::new())
         );
+        assert_eq!(
+            parse_listen("*:80"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 80)))
+        );
+        assert_eq!(
+            parse_listen("localhost:8080"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 8080)))
+        );
         assert!(parse_listen("localhost").unwrap_err().contains("HOST:PORT"));
+        assert!(parse_listen("example.com:80").is_err());
+    }
+
+    #[test]
+    fn a_proxy_is_written_as_curl_writes_it_or_bare() {
+        let expected = Ok(SocketAddr::from(([127, 0, 0, 1], 3128)));
+        for text in [
+            "127.0.0.1:3128",
+            "http://127.0.0.1:3128",
+            "http://127.0.0.1:3128/",
+        ] {
+            assert_eq!(parse_proxy(text), expected, "{text}");
+        }
+        assert!(parse_proxy("https://127.0.0.1:3128").is_err());
+    }
+
+    #[test]
+    fn a_stats_url_may_be_the_admin_address_alone() {
+        for text in [
+            "127.0.0.1:9090",
+            "http://127.0.0.1:9090",
+            "http://127.0.0.1:9090/",
+            "http://127.0.0.1:9090/stats",
+        ] {
+            assert_eq!(
+                parse_stats_url(text).as_deref(),
+                Ok("http://127.0.0.1:9090/stats"),
+                "{text}"
+            );
+        }
+        assert!(parse_stats_url("https://127.0.0.1:9090/stats").is_err());
+    }
+
+    #[test]
+    fn connect_to_takes_addresses_and_names() {
+        assert_eq!(
+            parse_connect_to("127.0.0.1:8080"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 8080)))
+        );
+        let local = parse_connect_to("localhost:8080").unwrap();
+        assert!(local.ip().is_loopback() && local.port() == 8080, "{local}");
+        for bad in ["localhost", "127.0.0.1", "host:port"] {
+            assert!(
+                parse_connect_to(bad).unwrap_err().contains("HOST:PORT"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `coldwire wan`: builds a [`WanConfig`] from the flags, starts the WAN relay, prints where
 //! it listens (stdout, for scripts), reloads its configuration file on SIGHUP (the path
-//! model changes live), and stops it on SIGINT or SIGTERM.
+//! model changes live), and stops it on SIGINT, SIGTERM or SIGQUIT.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -16,8 +16,9 @@ use crate::values::{parse_duration, parse_loss, parse_rate, parse_size};
 /// `coldwire wan`.
 #[derive(Debug, Args)]
 pub struct WanArgs {
-    /// Where every accepted connection is relayed to (HOST:PORT).
-    #[arg(long, value_name = "ADDR")]
+    /// Where every accepted connection is relayed to: HOST:PORT (a host name is resolved
+    /// at start).
+    #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_connect_to)]
     pub to: SocketAddr,
     /// Round-trip time added to every connection, half each way.
     #[arg(long, default_value = "80ms", value_name = "DURATION", value_parser = parse_duration)]
@@ -31,11 +32,12 @@ pub struct WanArgs {
     /// Extra delay drawn uniformly in [0, JITTER] for every piece of data (order is kept).
     #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_duration)]
     pub jitter: Duration,
-    /// Bandwidth of each connection, each direction: 10Mbit, 512kbit, 1Gbit, or bits/s.
+    /// Bandwidth of each connection, each direction: 10Mbit, 512kbit, 1Gbit, or bits/s
+    /// (unlimited when not given).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub bandwidth: Option<u64>,
     /// Bandwidth shared by all connections of a worker, each direction (use --workers 1 for
-    /// one limit over the whole relay).
+    /// one limit over the whole relay; unlimited when not given).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub aggregate_bandwidth: Option<u64>,
     /// Probability that a 1460-byte segment is lost: 0.05% or 0.0005. Its effect is

@@ -10,7 +10,7 @@ use io_uring::{opcode, types};
 
 use super::accept::DEFAULT_QUEUE_LIMIT;
 use super::connection::{
-    CLOSING, CONNECTING, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, SEND_PROMISED,
+    CLOSING, CONNECTING, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, RECV_TRIED, SEND_PROMISED,
     SHUTDOWN_PENDING, WRITE_WAITING, user_data,
 };
 use super::driver::{ListenerState, PROMISE_LIMIT, UringDriver, ZOMBIE_LINGER, is_current};
@@ -103,7 +103,9 @@ impl Driver for UringDriver {
                     error,
                 },
             });
-        } else {
+        } else if !self.try_recv_now(slot, id)
+            && let Some(connection) = self.connections.get_mut(slot)
+        {
             connection.flags |= RECV_ARMED;
             connection.flags &= !RECV_THROTTLED;
             if connection.flags & (RECV_ACTIVE | CONNECTING) == 0 {
@@ -170,6 +172,9 @@ impl Driver for UringDriver {
             connection.flags |= WRITE_WAITING;
             return Flush::Pending;
         }
+        if let Some(flush) = self.try_send_now(slot) {
+            return flush;
+        }
         self.start_send(slot);
         let Some(connection) = self.connections.get_mut(slot) else {
             return Flush::Pending;
@@ -227,7 +232,7 @@ impl Driver for UringDriver {
             return;
         };
         if connection.output.is_empty() && !connection.memory_in_flight() {
-            self.push_shutdown(id.index());
+            self.shutdown_now(id.index());
         } else {
             connection.flags |= SHUTDOWN_PENDING;
         }
@@ -382,7 +387,7 @@ impl UringDriver {
         }
         let fd = sys::stream_socket(address, source, false)?.into_raw_fd();
         let id = self
-            .open_connection(fd, CONNECTING)
+            .open_connection(fd, CONNECTING | RECV_TRIED)
             .ok_or_else(|| io::Error::other("no free connection slot"))?;
         self.counters.uring_connects += 1;
         let Some(connection) = self.connections.get_mut(id.index()) else {

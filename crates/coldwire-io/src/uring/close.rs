@@ -2,9 +2,11 @@
 //! (FIN sent at once; the receive completes with the end of stream), its other operations
 //! are cancelled, each by its `user_data` (never by descriptor: that walks every armed
 //! request of the ring, see [`UringDriver::cancel_operations`]), and its socket closed with
-//! a `CLOSE` — the socket is released only when no operation holds it. The slot is freed
-//! only when no operation points into its memory (see `driver.rs`). Also the driver's own
-//! teardown, which lets file work (`file.rs`) finish before it cancels the rest.
+//! a `CLOSE` — the socket is released only when no operation holds it; a socket that no
+//! operation holds (its receive never armed, or ended) is closed with a `close(2)` at once.
+//! The slot is freed only when no operation points into its memory (see `driver.rs`). Also
+//! the driver's own teardown, which lets file work (`file.rs`) finish before it cancels the
+//! rest.
 
 use std::time::{Duration, Instant};
 
@@ -69,6 +71,15 @@ impl UringDriver {
         // connections, issue 19). Where shutdown fails (the peer reset it), cancel.
         let armed = connection.flags & (RECV_ACTIVE | CONNECTING);
         let fd = connection.fd;
+        if armed == 0 {
+            // Nothing holds the socket (no receive was armed, or it ended: a client read
+            // once at once, `try_recv_now`, and closed after its answer): a `close(2)` of
+            // its own releases it now, where a `CLOSE` would need an enter of its own.
+            self.counters.close_calls += 1;
+            sys::close(fd);
+            self.slot_freed();
+            return;
+        }
         let mut released = false;
         if armed == RECV_ACTIVE {
             self.counters.shutdown_calls += 1;

@@ -39,9 +39,6 @@ pub enum Kind {
     Waker = 6,
     /// Cancellations and closes: completions carry nothing we need.
     Ignored = 7,
-    /// `shutdown(SHUT_WR)`: io-wq runs it and looks the descriptor up only then, so the
-    /// socket must stay open until its completion (see [`SHUTDOWN_IN_FLIGHT`]).
-    Shutdown = 8,
     /// An operation of a socket-to-socket transfer (`slot` is its destination's).
     Splice = 9,
     /// File work (`slot` is its slot in the driver's file table, `file.rs`).
@@ -58,7 +55,6 @@ impl Kind {
             5 => Kind::Connect,
             6 => Kind::Waker,
             7 => Kind::Ignored,
-            8 => Kind::Shutdown,
             9 => Kind::Splice,
             10 => Kind::File,
             _ => return None,
@@ -103,12 +99,11 @@ pub const SEND_PROMISED: u16 = 256;
 /// The receive was cancelled because too much unrequested input piled up.
 pub const RECV_THROTTLED: u16 = 512;
 
-/// A `SHUTDOWN` is in flight. io_uring always runs it in an io-wq worker, which resolves
-/// the descriptor *number* when it runs (file assignment is deferred to issue time): closed
-/// before that, the number could already name the next connection's socket — shut down
-/// instead (found by the conformance test `lingering_close_never_touches_the_next_connection`).
-/// A close therefore waits for this completion, as for a send.
-pub const SHUTDOWN_IN_FLIGHT: u16 = 1024;
+/// The socket has been read, or a receive armed, at least once: later receives go through
+/// the ring. Until then a light turn's first receive is tried at once
+/// (`UringDriver::try_recv_now`): a client's request is usually there when its connection
+/// is accepted. Set from the start on outgoing connections, whose peer answers later.
+pub const RECV_TRIED: u16 = 1024;
 
 /// The connection is the source of a running splice (see `splice.rs`): its operations look
 /// the descriptor up in io-wq, so the socket stays open until the transfer is dropped.
@@ -235,10 +230,9 @@ impl Connection {
 
     /// Whether an operation in flight still needs this connection's slot or descriptor:
     /// memory (a send, a file read, a connect's address) or the descriptor number (a
-    /// shutdown, a splice). Closing waits for such operations' completions.
+    /// splice). Closing waits for such operations' completions.
     pub fn pinned(&self) -> bool {
-        self.memory_in_flight()
-            || self.flags & (CONNECTING | SHUTDOWN_IN_FLIGHT | SPLICE_FROM | SPLICE_TO) != 0
+        self.memory_in_flight() || self.flags & (CONNECTING | SPLICE_FROM | SPLICE_TO) != 0
     }
 
     /// Bytes queued and not yet written.

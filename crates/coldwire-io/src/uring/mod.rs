@@ -19,6 +19,6 @@ pub mod ring;
 mod send;
 pub mod splice;
 
-pub use driver::{RingSizes, UringDriver, UringOptions};
+pub use driver::{INLINE_OPERATIONS, RingSizes, UringDriver, UringOptions};
 pub use probe::{Needs, probe};
 pub use ring::{Ring, RingCounters, RingOptions};

@@ -215,7 +215,6 @@ pub fn probe(needs: Needs) -> io::Result<()> {
             (opcode::Splice::CODE, "SPLICE"),
             (opcode::Tee::CODE, "TEE"),
             (opcode::Close::CODE, "CLOSE"),
-            (opcode::Shutdown::CODE, "SHUTDOWN"),
             (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
         ],
     };

@@ -1,10 +1,12 @@
 //! Receiving on the io_uring driver: one multishot `RECV` per connection, armed at its
 //! first receive and left armed, selecting buffers from the shared provided-buffer ring —
-//! so an idle connection owns no receive buffer. Each completion's bytes are copied into a
-//! pooled [`Buffer`] and the ring buffer is given back at once (`docs/backends.md` says why
-//! the copy is worth it). Data the server has not asked for yet goes into the connection's
-//! stash; past [`STASH_LIMIT`] the receive is cancelled until the server reads again. An end
-//! of stream or an error met while no receive is asked for is kept for the next one.
+//! so an idle connection owns no receive buffer (on a light turn an accepted client's first
+//! receive is a `recv` of its own instead, [`UringDriver::try_recv_now`], and the `RECV` is
+//! armed at the next). Each completion's bytes are copied into a pooled [`Buffer`] and the
+//! ring buffer is given back at once (`docs/backends.md` says why the copy is worth it).
+//! Data the server has not asked for yet goes into the connection's stash; past
+//! [`STASH_LIMIT`] the receive is cancelled until the server reads again. An end of stream
+//! or an error met while no receive is asked for is kept for the next one.
 
 use std::collections::VecDeque;
 use std::io;
@@ -12,11 +14,13 @@ use std::io;
 use io_uring::{cqueue, opcode, types};
 
 use super::connection::{
-    CLOSING, Connection, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, user_data,
+    CLOSING, CONNECTING, Connection, Kind, RECV_ACTIVE, RECV_ARMED, RECV_THROTTLED, RECV_TRIED,
+    SPLICE_FROM, user_data,
 };
 use super::driver::{STASH_LIMIT, UringDriver};
 use crate::driver::{Completion, ConnectionId};
 use crate::pools::buffer_pool::Buffer;
+use crate::sys;
 
 impl UringDriver {
     pub(super) fn arm_recv(&mut self, slot: usize) {
@@ -24,7 +28,7 @@ impl UringDriver {
         let Some(connection) = self.connections.get_mut(slot) else {
             return;
         };
-        connection.flags |= RECV_ACTIVE;
+        connection.flags |= RECV_ACTIVE | RECV_TRIED;
         // A single-shot receive selects a ring buffer as well and ends after one
         // completion; `on_recv` re-arms it only while the server asks for data.
         let entry = if self.multishot_recv {
@@ -41,6 +45,53 @@ impl UringDriver {
         }
         .user_data(user_data(Kind::Recv, slot, connection.generation));
         self.push_plain(entry);
+    }
+
+    /// The first receive of a connection that has never been read (an accepted client, see
+    /// [`RECV_TRIED`]), tried at once on a light turn with a `recv` of its own
+    /// ([`super::driver::INLINE_OPERATIONS`]): a new client's request is usually there when
+    /// its connection is accepted, and the armed receive would complete as the next wait
+    /// submits it and end that wait at once. Returns whether the receive was settled (data,
+    /// end of stream or an error queued as the completion); `false` (the socket is empty, or
+    /// no attempt was made) leaves the caller to arm the receive.
+    pub(super) fn try_recv_now(&mut self, slot: usize, id: ConnectionId) -> bool {
+        if self.inline_budget == 0 {
+            return false;
+        }
+        let Some(connection) = self.connections.get_mut(slot) else {
+            return false;
+        };
+        if connection.flags & (RECV_TRIED | RECV_ACTIVE | CONNECTING | SPLICE_FROM) != 0 {
+            return false;
+        }
+        connection.flags |= RECV_TRIED;
+        self.inline_budget -= 1;
+        self.counters.recv_calls += 1;
+        let mut buffer = self.buffers.take();
+        let completion = match sys::recv_now(connection.fd, buffer.spare_mut()) {
+            Ok(0) => Completion::PeerClosed { connection: id },
+            Ok(received) => {
+                buffer.advance_filled(received);
+                self.counters.bytes_received += received as u64;
+                self.completions.push_back(Completion::Received {
+                    connection: id,
+                    buffer,
+                });
+                return true;
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.counters.would_block += 1;
+                self.buffers.give_back(buffer);
+                return false;
+            }
+            Err(error) => Completion::Failed {
+                connection: id,
+                error,
+            },
+        };
+        self.buffers.give_back(buffer);
+        self.completions.push_back(completion);
+        true
     }
 
     pub(super) fn on_recv(&mut self, slot: usize, generation: u32, result: i32, flags: u32) {

@@ -1,22 +1,24 @@
 //! Sending on the io_uring driver: a flush becomes one `SENDMSG` of up to `GATHER`
 //! gathered slices, or for a file a piece spliced file → pipe → socket (see
 //! [`super::output`], which builds the submissions); the completion drops what was written
-//! from the queue and starts the next send, or reports `Sent`/`Failed`. A lingering close's
-//! `SHUTDOWN` waits for the output before it. A connection closed while its send is in
-//! flight finishes here once the send completes.
+//! from the queue and starts the next send, or reports `Sent`/`Failed`. On a light loop
+//! turn a small memory flush is written at once with a `sendmsg` of its own instead
+//! ([`UringDriver::try_send_now`]; the submission's completion would end the next wait at
+//! once). A lingering close's `shutdown(SHUT_WR)` is a system call of its own, after the
+//! output. A connection closed while its send is in flight finishes here once the send
+//! completes.
 
-use std::io;
-
-use io_uring::{opcode, types};
+use std::io::{self, IoSlice};
 
 use super::connection::{
-    CLOSING, Kind, READ_IN_FLIGHT, SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_IN_FLIGHT,
-    SHUTDOWN_PENDING, SendState, WRITE_WAITING, user_data,
+    CLOSING, READ_IN_FLIGHT, SEND_IN_FLIGHT, SEND_PROMISED, SHUTDOWN_PENDING, SPLICE_FROM,
+    SPLICE_TO, SendState, WRITE_WAITING,
 };
-use super::driver::UringDriver;
+use super::driver::{PROMISE_LIMIT, UringDriver};
 use super::output;
-use crate::driver::{Chunk, Completion, ConnectionId};
-use crate::pools::output_pools::MAX_POOLED;
+use crate::driver::{Chunk, Completion, ConnectionId, Flush};
+use crate::pools::output_pools::{GATHER, MAX_POOLED};
+use crate::sys;
 
 impl UringDriver {
     pub(super) fn start_send(&mut self, slot: usize) {
@@ -146,34 +148,75 @@ impl UringDriver {
         }
         if connection.flags & SHUTDOWN_PENDING != 0 {
             connection.flags &= !SHUTDOWN_PENDING;
-            self.push_shutdown(slot);
+            self.shutdown_now(slot);
         }
     }
 
-    /// Queues `shutdown(SHUT_WR)` for the connection in `slot`; it pins the descriptor
-    /// until its completion ([`SHUTDOWN_IN_FLIGHT`]).
-    pub(super) fn push_shutdown(&mut self, slot: usize) {
-        let Some(connection) = self.connections.get_mut(slot) else {
+    /// Shuts the connection's sending side down (FIN after what was written): a
+    /// `shutdown(2)` of its own. Not an io_uring `SHUTDOWN`: io_uring always runs that in an
+    /// io-wq worker (a thread hand-off, and a completion that ends the loop's next wait at
+    /// once), which also looks the descriptor *number* up only when it runs, so the socket
+    /// had to stay open until its completion. An error (the peer reset the connection)
+    /// shows on the receive.
+    pub(super) fn shutdown_now(&mut self, slot: usize) {
+        let Some(connection) = self.connections.get(slot) else {
             return;
         };
-        if connection.flags & SHUTDOWN_IN_FLIGHT != 0 {
-            return;
-        }
-        connection.flags |= SHUTDOWN_IN_FLIGHT;
-        let entry = opcode::Shutdown::new(types::Fd(connection.fd), libc::SHUT_WR)
-            .build()
-            .user_data(user_data(Kind::Shutdown, slot, connection.generation));
-        self.push_plain(entry);
+        self.counters.shutdown_calls += 1;
+        let _ = sys::shutdown_write(connection.fd);
     }
 
-    /// A shutdown finished: a connection closed meanwhile can now let go of its socket.
-    pub(super) fn on_shutdown(&mut self, slot: usize, generation: u32) {
-        let Some(connection) = self.occupant(slot, generation) else {
-            return;
-        };
-        connection.flags &= !SHUTDOWN_IN_FLIGHT;
-        if connection.flags & CLOSING != 0 && !connection.pinned() {
-            self.finish_close(slot);
+    /// Writes the whole queued output of the connection in `slot` at once with a `sendmsg`
+    /// of its own, on a light turn (`UringDriver::inline_budget`): a small response the
+    /// socket takes whole would otherwise complete while the next wait is submitted and end
+    /// that wait at once — a loop turn for nothing. Only memory output of at most
+    /// [`PROMISE_LIMIT`] bytes in [`GATHER`] slices, with nothing in flight (the caller
+    /// checks sends and connects; splices are checked here). Returns the flush's outcome
+    /// when this settled it (`Done`, or `Failed` with the queue dropped); `None` when what
+    /// is left (all of it, if the socket was full) goes through the ring.
+    pub(super) fn try_send_now(&mut self, slot: usize) -> Option<Flush> {
+        if self.inline_budget == 0 {
+            return None;
+        }
+        let connection = self.connections.get_mut(slot)?;
+        if connection.flags & (SPLICE_FROM | SPLICE_TO) != 0
+            || connection.output.len() > GATHER
+            || connection.queued_bytes() > PROMISE_LIMIT
+        {
+            return None;
+        }
+        let mut slices = [IoSlice::new(&[]); GATHER];
+        let mut gathered = 0;
+        let mut requested = 0;
+        let mut skip = connection.front_progress as usize;
+        for chunk in &connection.output {
+            let bytes: &[u8] = match chunk {
+                Chunk::Owned(bytes) => bytes,
+                Chunk::Shared(bytes) => bytes,
+                Chunk::File { .. } => return None,
+            };
+            let rest = &bytes[skip.min(bytes.len())..];
+            slices[gathered] = IoSlice::new(rest);
+            requested += rest.len();
+            skip = 0;
+            gathered += 1;
+        }
+        self.inline_budget -= 1;
+        self.counters.send_calls += 1;
+        match sys::send_vectored_now(connection.fd, &slices[..gathered]) {
+            Ok(sent) => {
+                self.counters.bytes_sent += sent as u64;
+                self.consume_output(slot, sent as u64);
+                (sent == requested).then_some(Flush::Done)
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.counters.would_block += 1;
+                None
+            }
+            Err(error) => {
+                self.drop_output(slot);
+                Some(Flush::Failed(error))
+            }
         }
     }
 

@@ -16,7 +16,7 @@
 //!    source ends.
 //!
 //! io_uring always runs `SPLICE` and `TEE` in io-wq worker threads, which look the
-//! descriptor numbers up only when they run. So, as for a shutdown, both connections stay
+//! descriptor numbers up only when they run. So both connections stay
 //! pinned (`SPLICE_FROM` / `SPLICE_TO`) while the transfer exists: closing either one
 //! cancels its operation (by `user_data`: a queued io-wq request has no file yet, so a
 //! cancellation by descriptor would miss it) and the sockets are closed only after that

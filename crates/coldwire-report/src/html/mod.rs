@@ -47,6 +47,9 @@ pub fn build_report(inputs: &[PathBuf], out: &Path) -> anyhow::Result<ReportOutc
         !inputs.is_empty(),
         "no directories given: pass experiment directories or a results directory"
     );
+    // The inputs are checked before anything is created: a mistyped directory must not be
+    // left behind, empty, by the page's default place inside it.
+    let dirs = experiment_dirs(inputs)?;
     let out_dir = out
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
@@ -56,7 +59,7 @@ pub fn build_report(inputs: &[PathBuf], out: &Path) -> anyhow::Result<ReportOutc
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
     let mut experiments = Vec::new();
-    for dir in experiment_dirs(inputs)? {
+    for dir in dirs {
         let record = read_experiment(&dir)?;
         let absolute = dir
             .canonicalize()
@@ -83,6 +86,13 @@ pub fn build_report(inputs: &[PathBuf], out: &Path) -> anyhow::Result<ReportOutc
 pub fn experiment_dirs(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut found: Vec<PathBuf> = Vec::new();
     for input in inputs {
+        anyhow::ensure!(
+            input.exists(),
+            "{}: no such directory — pass an experiment directory \
+             (results/<date>-<machine>/<experiment>) or a results directory \
+             (results/<date>-<machine>)",
+            input.display()
+        );
         anyhow::ensure!(input.is_dir(), "{} is not a directory", input.display());
         if input.join(RECORD_FILE).is_file() {
             found.push(input.clone());

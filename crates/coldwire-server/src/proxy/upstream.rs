@@ -17,9 +17,10 @@ use coldwire_http::{BodyFraming, Method, RequestHead, Status};
 use super::problem::{Problem, ProblemKind, local_connect_error_kind};
 use coldwire_io::{Driver, is_out_of_connections};
 
+use super::config::Mode;
 use super::error::ExchangeError;
 use super::exchange::{CacheWork, ClientRequest, Exchange, ExchangeLog, RequestBody, Upstream};
-use super::head::write_upstream_request;
+use super::head::write_upstream_request_for;
 use super::own_address::is_own_address;
 use super::resolver::Resolution;
 use super::route::{Destination, is_idempotent};
@@ -38,13 +39,17 @@ impl<D: Driver> Worker<D> {
         cache: CacheWork,
     ) {
         let mut request_head = self.driver.take_vec();
-        write_upstream_request(
+        // A reverse proxy tells its origin who asked (X-Forwarded-For); a forward proxy
+        // does not announce its clients to the sites they visit.
+        let forwarded_for =
+            matches!(self.config.mode, Mode::Reverse { .. }).then(|| client.session.peer.ip());
+        write_upstream_request_for(
             &mut request_head,
             head,
-            &destination.path_and_query,
-            &destination.authority,
+            (&destination.path_and_query, &destination.authority),
             &self.config.name,
             cache.stored.as_deref(),
+            forwarded_for,
         );
         let body = match head.body_framing() {
             BodyFraming::None | BodyFraming::Length(0) => RequestBody::Done,

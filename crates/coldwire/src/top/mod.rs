@@ -46,10 +46,23 @@ fn stats_url(admin: &str) -> String {
 }
 
 fn fetch(url: &str) -> anyhow::Result<StatsDocument> {
-    let body = coldwire_bench::server_stats::fetch(url)?;
+    let body = coldwire_bench::server_stats::fetch(url).map_err(top_error)?;
     serde_json::from_str(&body).with_context(|| {
         format!("{url} is not coldwire's stats JSON (schema 2): is ADMIN_ADDR a coldwire --admin address?")
     })
+}
+
+/// The bench's error for an unreadable stats endpoint names the bench's flag; `top`'s
+/// names its own argument.
+fn top_error(error: coldwire_bench::BenchError) -> anyhow::Error {
+    match error {
+        coldwire_bench::BenchError::ServerStats { url, reason } => anyhow::anyhow!(
+            "cannot read server statistics from {url}: {reason} — ADMIN_ADDR is the address \
+             the server was given with --admin (it prints `stats on http://ADDR/stats` at \
+             start), not its --listen address"
+        ),
+        other => other.into(),
+    }
 }
 
 /// Runs `coldwire top`.

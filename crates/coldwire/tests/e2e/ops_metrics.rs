@@ -436,6 +436,14 @@ fn top_once_prints_a_frame_with_the_live_numbers() {
     let (ok, _, stderr) = run(&["top", "127.0.0.1:1", "--once"]);
     assert!(!ok);
     assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
+    // The server's --listen address instead of its --admin one: the error says which
+    // address top wants (it named the bench's --server-stats before).
+    let (ok, _, stderr) = run(&["top", &server.addr.to_string(), "--once"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("--admin") && !stderr.contains("--server-stats"),
+        "{stderr}"
+    );
 }
 
 /// The admin listener's page, in headless Chromium: it loads, updates from /stats and

@@ -1,8 +1,9 @@
 //! The server processes as an operator runs them: a port that another process listens on
 //! is an "address in use" error at start (never silently shared through `SO_REUSEPORT`),
 //! SIGTERM still stops a server whose stderr is a closed pipe (`coldwire serve 2>&1 |
-//! head -2`), and SIGHUP / SIGUSR1 neither kill a server nor lose its buffered access-log
-//! lines (what they do is tested in operations.rs; SIGUSR2, the upgrade, in upgrade.rs).
+//! head -2`), SIGQUIT is a graceful stop as nginx's (`nginx -s quit`), not a core dump,
+//! and SIGHUP / SIGUSR1 neither kill a server nor lose its buffered access-log lines
+//! (what they do is tested in operations.rs; SIGUSR2, the upgrade, in upgrade.rs).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -126,6 +127,31 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
     assert!(status.is_some_and(|status| status.success()), "{status:?}");
     let lines = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(lines.lines().count(), 3, "access log:\n{lines}");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// An nginx operator's graceful stop, `kill -QUIT` (`nginx -s quit`): exit 0 with the
+/// access log flushed, as SIGTERM; its default action would dump core and lose the lines.
+#[test]
+fn sigquit_stops_gracefully_as_nginx_quit() {
+    let scratch = std::env::temp_dir().join(format!("coldwire-sigquit-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let log = scratch.join("access.log");
+    let log_text = log.to_string_lossy().into_owned();
+    let root = coldwire_testkit::docs_directory();
+    let mut running = start(
+        &serve_args(&root, &["--workers", "1", "--access-log", &log_text]),
+        Stderr::Null,
+    );
+    assert!(
+        coldwire_testkit::get_until_closed(running.address, "/bench.md")
+            .starts_with("HTTP/1.1 200")
+    );
+    running.process.signal(libc::SIGQUIT).unwrap();
+    let status = running.process.wait_exit(Duration::from_secs(15));
+    assert!(status.is_some_and(|status| status.success()), "{status:?}");
+    let lines = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(lines.lines().count(), 1, "access log:\n{lines}");
     let _ = std::fs::remove_dir_all(&scratch);
 }
 

@@ -121,6 +121,19 @@ fn a_directory_without_experiments_fails_with_a_hint() {
     assert!(stderr.contains("pass an experiment directory"), "{stderr}");
 }
 
+/// A mistyped directory is an error that names it, and is not created (the page's
+/// default place is inside it).
+#[test]
+fn a_missing_directory_fails_and_is_not_created() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let missing = temp.path().join("results-typo");
+    let output = run(&[missing.as_os_str()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no such directory"), "{stderr}");
+    assert!(!missing.exists(), "{} was created", missing.display());
+}
+
 #[test]
 fn the_browser_check_fails_on_a_broken_image_and_on_a_script_error() {
     if !chromium_installed() {

@@ -375,6 +375,39 @@ pub(super) fn hop_by_hop_and_proxy_headers_never_reach_the_origin(backend: &str)
     assert!(!seen.contains("x-secret"), "{seen}");
     assert!(seen.contains("x-kept: 2"), "{seen}");
     assert!(seen.contains("via: 1.1 coldwire"), "{seen}");
+    assert!(
+        !seen.contains("x-forwarded-for"),
+        "a forward proxy does not announce its clients: {seen}"
+    );
+}
+
+/// A reverse proxy appends its client's address to `X-Forwarded-For` (after what the
+/// request brought), so the origin can log who asked.
+pub(super) fn a_reverse_proxy_tells_the_origin_who_asked(backend: &str) {
+    let origin = Origin::start();
+    let reverse = format!("http://{}", origin.address);
+    let proxy = Proxy::start(backend, &["--reverse", &reverse]);
+    for (sent, expected) in [
+        (None, "x-forwarded-for: 127.0.0.1"),
+        (
+            Some("X-Forwarded-For: 192.0.2.1"),
+            "x-forwarded-for: 192.0.2.1, 127.0.0.1",
+        ),
+    ] {
+        let mut args = vec!["-s".to_owned()];
+        if let Some(field) = sent {
+            args.extend(["-H".to_owned(), field.to_owned()]);
+        }
+        args.push(format!("{}/headers", proxy.url()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = curl_output(&args);
+        let seen = String::from_utf8_lossy(&output.stdout).to_ascii_lowercase();
+        let lines: Vec<&str> = seen
+            .lines()
+            .filter(|line| line.starts_with("x-forwarded-for"))
+            .collect();
+        assert_eq!(lines, [expected], "{seen}");
+    }
 }
 
 /// Waits (bounded) until the access log holds `lines` lines and returns them.

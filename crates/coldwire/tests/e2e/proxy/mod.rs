@@ -33,6 +33,7 @@ coldwire_testkit::backend_tests! {
     unreachable_origin_gets_502,
     reverse_proxy_forwards_origin_form_requests,
     two_chained_proxies_need_their_own_names,
+    a_reverse_proxy_tells_the_origin_who_asked,
     megabyte_bodies_are_byte_identical_on_miss_and_hit,
     connect_tunnel_reaches_a_tls_server,
     spliced_connect_tunnel_reaches_a_tls_server,

@@ -120,7 +120,7 @@ fn run_vector(proxy: &Proxy, origin: &Origin, vector: &Vector, mode: Mode) -> Ve
         &outcomes,
         &seen,
         may_leave_partial,
-        &authority,
+        (&authority, mode),
     ));
     origin.abort_unfinished();
     problems
@@ -217,12 +217,26 @@ fn client_problems(
     problems
 }
 
+/// The head a vector expects at the origin: origin-form, and in reverse mode with the
+/// client's address appended to `X-Forwarded-For` just before `Via` (no vector sends one).
+fn upstream_head(expected: &[u8], mode: Mode, authority: &str) -> Vec<u8> {
+    let head = substitute(expected, Mode::Reverse, authority);
+    match mode {
+        Mode::Forward => head,
+        Mode::Reverse => vectors::replace(
+            &head,
+            b"\r\nVia: 1.1 coldwire\r\n",
+            b"\r\nX-Forwarded-For: 127.0.0.1\r\nVia: 1.1 coldwire\r\n",
+        ),
+    }
+}
+
 /// What is wrong with what the origin received.
 fn origin_problems(
     outcomes: &[&Outcome],
     seen: &Seen,
     may_leave_partial: bool,
-    authority: &str,
+    (authority, mode): (&str, Mode),
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let expected: Vec<&vectors::Forwarded> = outcomes
@@ -236,7 +250,7 @@ fn origin_problems(
         let number = index + 1;
         match (expected.get(index), seen.requests.get(index)) {
             (Some(want), Some((_, request))) => {
-                let head = substitute(&want.head, Mode::Reverse, authority);
+                let head = upstream_head(&want.head, mode, authority);
                 if request.head != head {
                     problems.push(format!(
                         "origin request #{number} head is `{}`, expected `{}`",

@@ -351,7 +351,8 @@ pub fn substitute(bytes: &[u8], mode: Mode, origin: &str) -> Vec<u8> {
     )
 }
 
-fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+/// `bytes` with every `from` replaced by `to`.
+pub fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut rest = bytes;
     while let Some(at) = rest.windows(from.len()).position(|window| window == from) {
