@@ -110,6 +110,7 @@ impl Poller for EpollPoller {
             events.push(Event {
                 token: ready.u64 as usize,
                 readable: flags & (libc::EPOLLIN as u32 | hangup) != 0,
+                hangup: flags & hangup != 0,
                 writable: flags
                     & (libc::EPOLLOUT as u32 | libc::EPOLLERR as u32 | libc::EPOLLHUP as u32)
                     != 0,

@@ -72,6 +72,10 @@ pub struct Event {
     pub readable: bool,
     /// A write would not block (or would fail at once with an error).
     pub writable: bool,
+    /// The peer ended its stream, or the socket failed (`EPOLLRDHUP`, `POLLHUP`...): set by
+    /// pollers that can tell. An edge-triggered poller raises no further edge for the end
+    /// of stream, so the driver keeps reading until it has seen it.
+    pub hangup: bool,
 }
 
 /// Counters a poller keeps about its own system calls.

@@ -132,6 +132,7 @@ impl Poller for PollPoller {
             events.push(Event {
                 token,
                 readable: revents & (libc::POLLIN | hangup) != 0,
+                hangup: revents & hangup != 0,
                 writable: revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0,
             });
         }

@@ -174,6 +174,7 @@ impl Poller for SelectPoller {
                     token: self.tokens[fd],
                     readable: self.read_ready[word] & mask != 0,
                     writable: self.write_ready[word] & mask != 0,
+                    hangup: false,
                 });
             }
         }

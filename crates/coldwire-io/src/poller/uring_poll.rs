@@ -195,6 +195,7 @@ impl Poller for UringPoller {
             events.push(Event {
                 token: registration.token,
                 readable: mask & (libc::POLLIN as u32 | hangup) != 0,
+                hangup: mask & hangup != 0,
                 writable: mask & (libc::POLLOUT as u32 | (libc::POLLERR | libc::POLLHUP) as u32)
                     != 0,
             });

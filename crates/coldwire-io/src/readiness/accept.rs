@@ -158,6 +158,7 @@ impl<P: Poller> ReadinessDriver<P> {
             front_progress: 0,
             recv_limit: 0,
             file_ready: 0,
+            hung_up: false,
         });
         if let Err(error) = self.poller.register(fd, slot, interest) {
             self.connections.remove(slot);

@@ -81,6 +81,10 @@ struct Connection {
     /// The front chunk (a file) is known resident up to this progress; 0 when the front
     /// chunk changes (see `read_ahead.rs`).
     file_ready: u64,
+    /// The poller reported the peer's end of stream (or an error): a short receive no
+    /// longer clears `MAY_READ`, since no new edge will come for the end still to be read
+    /// (a request and its FIN arriving together, then the request answered).
+    hung_up: bool,
 }
 
 impl Occupant for Connection {

@@ -6,7 +6,8 @@
 //! readiness event to whichever of these (or a splice, or a finished connect) waits for it.
 //!
 //! The hints: a receive that fills less than it asked for clears `MAY_READ` (the stream was
-//! drained; new data raises a new edge), a write the socket took only in part clears
+//! drained; new data raises a new edge) — unless the poller reported the peer's end of
+//! stream, which raises no further edge and must still be read — a write the socket took only in part clears
 //! `MAY_WRITE`; an event sets them again.
 
 use std::io::{self, IoSlice};
@@ -59,7 +60,7 @@ impl<P: Poller> ReadinessDriver<P> {
             Ok(received) => {
                 // Less than asked for: the stream was drained (a bounded receive that got
                 // all it asked for may have left bytes behind).
-                if received < limit {
+                if received < limit && !connection.hung_up {
                     connection.flags &= !MAY_READ;
                 }
                 connection.flags &= !RECV_ARMED;
@@ -245,6 +246,9 @@ impl<P: Poller> ReadinessDriver<P> {
         }
         if event.readable {
             connection.flags |= MAY_READ;
+        }
+        if event.hangup {
+            connection.hung_up = true;
         }
         if event.writable {
             connection.flags |= MAY_WRITE;

@@ -23,6 +23,7 @@ coldwire_testkit::backend_tests! {
     purge_is_refused_to_clients_outside_the_purge_acl,
     a_field_stripped_as_hop_by_hop_does_not_key_the_stored_answer,
     a_directory_redirect_never_points_at_another_host,
+    a_request_and_its_end_of_stream_together_are_answered_and_closed,
     the_admin_endpoint_and_the_proxy_itself_are_not_destinations,
     an_upload_longer_than_the_upstream_timeout_is_not_cut,
     an_origin_still_reading_the_request_body_is_not_timed_out,
