@@ -125,6 +125,11 @@ pub struct LoopCounters {
     /// connection limit (single-shot accepts, as many as fit, take over until it would).
     #[serde(default)]
     pub accept_multishot_stops: u64,
+    /// io_uring completion backend, a gauge: receive buffers in circulation in the
+    /// provided-buffer ring (64 at first, doubling when a turn used half of them or a
+    /// receive found none, up to the ring's size): what the loop's receives have touched.
+    #[serde(default)]
+    pub uring_ring_buffers: u64,
 }
 
 impl LoopCounters {
@@ -193,6 +198,7 @@ impl LoopCounters {
             accept_throttles,
             accept_holds,
             accept_multishot_stops,
+            uring_ring_buffers,
         } = *other;
         self.accept_calls += accept_calls;
         self.connect_calls += connect_calls;
@@ -231,5 +237,6 @@ impl LoopCounters {
         self.accept_throttles += accept_throttles;
         self.accept_holds += accept_holds;
         self.accept_multishot_stops += accept_multishot_stops;
+        self.uring_ring_buffers += uring_ring_buffers;
     }
 }

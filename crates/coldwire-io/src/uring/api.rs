@@ -340,6 +340,7 @@ impl Driver for UringDriver {
         counters.closing_connections =
             (self.connections.len() as u64).saturating_sub(counters.open_connections);
         counters.accept_backlog = self.backlog.len() as u64;
+        counters.uring_ring_buffers = u64::from(self.receive_ring.circulating());
         counters
     }
 

@@ -484,6 +484,7 @@ impl UringDriver {
         for entry in &reaped {
             self.handle(entry);
         }
+        self.receive_ring.end_turn();
         self.reaped = reaped;
         if self.accepting.tick(self.now) {
             self.resume_accepting();

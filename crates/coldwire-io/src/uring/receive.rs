@@ -152,6 +152,7 @@ impl UringDriver {
                 Self::deliver_end(&mut self.completions, connection, id, end);
             } else if result == -libc::ENOBUFS {
                 self.counters.uring_recv_no_buffers += 1;
+                self.receive_ring.exhausted();
             } else if result < 0 && result != -libc::ECANCELED {
                 let end = Err(io::Error::from_raw_os_error(-result));
                 Self::deliver_end(&mut self.completions, connection, id, end);
