@@ -57,6 +57,12 @@ fn listener() -> (TcpListener, SocketAddr) {
     (listener, address)
 }
 
+/// The sockets `driver` holds: open connections and accepted ones waiting for a slot.
+fn held<D: Driver>(driver: &D) -> u64 {
+    let counters = driver.counters();
+    counters.open_connections + counters.accept_backlog
+}
+
 /// What the loop saw.
 #[derive(Debug, Default)]
 struct Outcome {
@@ -80,9 +86,7 @@ impl StallWithAQueue {
                     outcome.accepted += 1;
                 }
             }
-            let counters = driver.counters();
-            let held = counters.open_connections + counters.accept_backlog;
-            outcome.most_held = outcome.most_held.max(held);
+            outcome.most_held = outcome.most_held.max(held(driver));
         }
     }
 }
@@ -119,10 +123,7 @@ impl WithDriver for StallWithAQueue {
                     outcome.accepted += 1;
                 }
             }
-            let counters = driver.counters();
-            outcome.most_held = outcome
-                .most_held
-                .max(counters.open_connections + counters.accept_backlog);
+            outcome.most_held = outcome.most_held.max(held(&driver));
         }
         outcome.multishot_stops = driver.counters().accept_multishot_stops;
         drop(clients);
@@ -236,10 +237,7 @@ impl ProxyStall {
                     _ => {}
                 }
             }
-            let counters = driver.counters();
-            outcome.most_held = outcome
-                .most_held
-                .max(counters.open_connections + counters.accept_backlog);
+            outcome.most_held = outcome.most_held.max(held(driver));
         }
     }
 

@@ -94,14 +94,15 @@ fn sigterm_stops_a_server_whose_stderr_is_a_closed_pipe() {
     }
 }
 
-#[test]
-fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
-    let scratch = std::env::temp_dir().join(format!("coldwire-lifecycle-{}", std::process::id()));
+/// A one-worker `serve` writing its access log into a fresh scratch directory named after
+/// `tag`, after one request answered 200: the server, the scratch directory and the log.
+fn serve_with_access_log(tag: &str) -> (Running, std::path::PathBuf, std::path::PathBuf) {
+    let scratch = std::env::temp_dir().join(format!("coldwire-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let log = scratch.join("access.log");
     let log_text = log.to_string_lossy().into_owned();
     let root = coldwire_testkit::docs_directory();
-    let mut running = start(
+    let running = start(
         &serve_args(&root, &["--workers", "1", "--access-log", &log_text]),
         Stderr::Null,
     );
@@ -109,6 +110,12 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
         coldwire_testkit::get_until_closed(running.address, "/bench.md")
             .starts_with("HTTP/1.1 200")
     );
+    (running, scratch, log)
+}
+
+#[test]
+fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
+    let (mut running, scratch, log) = serve_with_access_log("lifecycle");
     // SIGUSR2 is the binary upgrade (the process hands over and exits): upgrade.rs.
     for (name, signal) in [("HUP", libc::SIGHUP), ("USR1", libc::SIGUSR1)] {
         running.process.signal(signal).unwrap();
@@ -134,19 +141,7 @@ fn sighup_and_sigusr_neither_kill_nor_lose_access_log_lines() {
 /// access log flushed, as SIGTERM; its default action would dump core and lose the lines.
 #[test]
 fn sigquit_stops_gracefully_as_nginx_quit() {
-    let scratch = std::env::temp_dir().join(format!("coldwire-sigquit-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let log = scratch.join("access.log");
-    let log_text = log.to_string_lossy().into_owned();
-    let root = coldwire_testkit::docs_directory();
-    let mut running = start(
-        &serve_args(&root, &["--workers", "1", "--access-log", &log_text]),
-        Stderr::Null,
-    );
-    assert!(
-        coldwire_testkit::get_until_closed(running.address, "/bench.md")
-            .starts_with("HTTP/1.1 200")
-    );
+    let (mut running, scratch, log) = serve_with_access_log("sigquit");
     running.process.signal(libc::SIGQUIT).unwrap();
     let status = running.process.wait_exit(Duration::from_secs(15));
     assert!(status.is_some_and(|status| status.success()), "{status:?}");
